@@ -1,0 +1,164 @@
+/* backend.c - module functions about the machine and the runtime rather than tensors:
+ * CPU ISA level, allocator statistics, CUDA availability, registration of the Python
+ * classes the C code instantiates, and test hooks that run one ISA's kernels. */
+#include "bindings.h"
+
+#include "../core/alloc.h"
+#include "../core/cuda_api.h"
+#include "../cpu/dispatch.h"
+
+static PyObject *f_get_isa(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyUnicode_FromString(mp_isa_name(mp_cpu()->isa));
+}
+
+static PyObject *f_detected_isa(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyUnicode_FromString(mp_isa_name(mp_cpu_detected_isa()));
+}
+
+/* Names of every ISA level this CPU can run, lowest first. */
+static PyObject *f_supported_isas(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    PyObject *list = PyList_New(0);
+    for (int i = 0; list && i < MP_ISA_COUNT; i++) {
+        if (!mp_cpu_for_isa((mp_isa)i))
+            continue;
+        PyObject *name = PyUnicode_FromString(mp_isa_name((mp_isa)i));
+        if (!name || PyList_Append(list, name) < 0) {
+            Py_XDECREF(name);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(name);
+    }
+    return list;
+}
+
+static PyObject *f_alloc_stats(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    mp_alloc_stats st;
+    mp_alloc_get_stats(&st);
+    return Py_BuildValue("{s:K,s:K,s:K,s:n,s:n,s:n}", "allocs",
+                         (unsigned long long)st.allocs, "cache_hits",
+                         (unsigned long long)st.cache_hits, "system_allocs",
+                         (unsigned long long)st.system_allocs, "cached_bytes",
+                         (Py_ssize_t)st.cached_bytes, "in_use_bytes",
+                         (Py_ssize_t)st.in_use_bytes, "peak_in_use_bytes",
+                         (Py_ssize_t)st.peak_in_use_bytes);
+}
+
+static PyObject *f_empty_cache(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    mp_alloc_empty_cache();
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_set_cache_limit(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    int64_t bytes;
+    if (mp_parse_int64(arg, "set_cache_limit", "bytes", &bytes) < 0)
+        return NULL;
+    if (bytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "cache limit must be >= 0 bytes");
+        return NULL;
+    }
+    mp_alloc_set_cache_limit((size_t)bytes);
+    Py_RETURN_NONE;
+}
+
+static PyObject *f_cuda_is_built(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyBool_FromLong(mp_cuda_is_built());
+}
+
+static PyObject *f_cuda_device_count(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyLong_FromLong(mp_cuda_device_count());
+}
+
+/* _register(tensor_class, size_class, cpu_device): classes defined in Python. */
+static PyObject *f_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    mp_state *s = mp_state_of_module(m);
+    if (nargs != 3 || !PyType_Check(args[0]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[0], s->tensor_base)) {
+        PyErr_SetString(PyExc_TypeError, "_register(tensor_class, size_class, cpu_device)");
+        return NULL;
+    }
+    Py_SETREF(s->tensor_class, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(s->size_class, Py_NewRef(args[1]));
+    Py_XSETREF(s->cpu_device, Py_NewRef(args[2]));
+    Py_RETURN_NONE;
+}
+
+/* _cast_with_isa(isa_name, src, dtype): converts a contiguous float tensor with the kernels
+ * of one ISA level (test hook: every level is checked against scalar). */
+static PyObject *f_cast_with_isa(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    mp_state *s = mp_state_of_module(m);
+    mp_dtype dt;
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !mp_is_tensor(s, args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_cast_with_isa(isa_name, src, dtype)");
+        return NULL;
+    }
+    if (mp_parse_dtype(s, args[2], MP_DTYPE_FLOAT32, &dt) < 0)
+        return NULL;
+    int isa = mp_isa_from_name(PyUnicode_AsUTF8(args[0]));
+    const mp_cpu_kernels *k = isa >= 0 ? mp_cpu_for_isa((mp_isa)isa) : NULL;
+    if (!k) {
+        PyErr_Format(PyExc_ValueError, "ISA level %R is unknown or not supported by this CPU",
+                     args[0]);
+        return NULL;
+    }
+    mp_tensor *src = MP_T(args[1]), *out;
+    if (!mp_tensor_is_contiguous(src)) {
+        PyErr_SetString(PyExc_ValueError, "_cast_with_isa needs a contiguous tensor");
+        return NULL;
+    }
+    mp_status st = mp_tensor_empty(src->shape, src->ndim, dt, MP_DEVICE_CPU, &out);
+    if (st != MP_OK)
+        return mp_raise(st);
+    size_t n = (size_t)mp_tensor_numel(src);
+    void *a = mp_tensor_data(src), *b = mp_tensor_data(out);
+    mp_dtype from = src->dtype;
+    if (from == MP_DTYPE_FLOAT32 && dt == MP_DTYPE_FLOAT16)
+        k->f32_to_f16(a, b, n);
+    else if (from == MP_DTYPE_FLOAT32 && dt == MP_DTYPE_BFLOAT16)
+        k->f32_to_bf16(a, b, n);
+    else if (from == MP_DTYPE_FLOAT16 && dt == MP_DTYPE_FLOAT32)
+        k->f16_to_f32(a, b, n);
+    else if (from == MP_DTYPE_BFLOAT16 && dt == MP_DTYPE_FLOAT32)
+        k->bf16_to_f32(a, b, n);
+    else {
+        mp_tensor_decref(out);
+        PyErr_SetString(PyExc_ValueError, "_cast_with_isa converts between float32 and "
+                        "float16/bfloat16 only");
+        return NULL;
+    }
+    return mp_wrap(s, out);
+}
+
+PyMethodDef mp_misc_functions[] = {
+    {"_get_isa", f_get_isa, METH_NOARGS, "ISA level in use"},
+    {"_detected_isa", f_detected_isa, METH_NOARGS, "Highest ISA level this CPU supports"},
+    {"_supported_isas", f_supported_isas, METH_NOARGS, "All ISA levels this CPU can run"},
+    {"_alloc_stats", f_alloc_stats, METH_NOARGS, "Caching allocator counters"},
+    {"_empty_cache", f_empty_cache, METH_NOARGS, "Return cached blocks to the system"},
+    {"_set_cache_limit", f_set_cache_limit, METH_O, "Max bytes the allocator may cache"},
+    {"_cuda_is_built", f_cuda_is_built, METH_NOARGS, "True when built with nvcc"},
+    {"_cuda_device_count", f_cuda_device_count, METH_NOARGS, "Usable CUDA devices"},
+    {"_register", (PyCFunction)(void (*)(void))f_register, METH_FASTCALL,
+     "Register the Python Tensor, Size and cpu device objects"},
+    {"_cast_with_isa", (PyCFunction)(void (*)(void))f_cast_with_isa, METH_FASTCALL,
+     "Test hook: convert with one ISA level's kernels"},
+    {NULL, NULL, 0, NULL},
+};

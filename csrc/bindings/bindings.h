@@ -1,0 +1,79 @@
+/* bindings.h - what the binding files share: module state, the Python tensor object, and
+ * argument helpers. This directory is the only place that includes Python.h. Every function
+ * that returns NULL/-1 has set a Python exception. */
+#ifndef MP_BINDINGS_H
+#define MP_BINDINGS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "../core/tensor.h"
+#include "../core/copy.h"
+
+/* Elements above which kernels run with the GIL released. */
+#define MP_NOGIL_NUMEL 32768
+
+typedef struct {
+    PyTypeObject *tensor_base;  /* _C.TensorBase (heap type) */
+    PyTypeObject *tensor_class; /* class used for new tensors: mpamp.Tensor once registered */
+    PyTypeObject *dtype_type;   /* _C.dtype */
+    PyObject *dtypes[MP_DTYPE_COUNT];
+    PyObject *size_class;       /* mpamp.Size (a tuple subclass), or tuple before import */
+    PyObject *cpu_device;       /* mpamp.device('cpu') */
+} mp_state;
+
+typedef struct {
+    PyObject_HEAD
+    mp_tensor *t;
+    PyObject *weakreflist;
+} MPTensor;
+
+extern PyModuleDef mp_module_def;
+
+mp_state *mp_state_of_type(PyTypeObject *tp);   /* for methods and getters */
+mp_state *mp_state_of_module(PyObject *m);      /* for module-level functions */
+
+/* errors.c: raises the exception for st with the core's message; returns NULL. */
+PyObject *mp_raise(mp_status st);
+int mp_raise_int(mp_status st);                  /* same, returns -1 */
+
+/* dtype.c */
+int mp_dtype_type_init(PyObject *module, mp_state *s);
+/* Accepts dtype objects and the strings "fp32", "float32", "fp16", "float16", "half",
+ * "bf16", "bfloat16"; Py_None gives `dflt`. Returns -1 with ValueError/TypeError. */
+int mp_parse_dtype(mp_state *s, PyObject *obj, mp_dtype dflt, mp_dtype *out);
+
+/* tensor_type.c */
+int mp_tensor_type_init(PyObject *module, mp_state *s);
+PyObject *mp_wrap(mp_state *s, mp_tensor *t);  /* steals t; NULL t -> NULL (error set) */
+int mp_is_tensor(mp_state *s, PyObject *obj);
+#define MP_T(obj) (((MPTensor *)(obj))->t)
+
+/* args.c */
+/* Shape from either one sequence argument or several int arguments. */
+int mp_parse_shape(PyObject *const *args, Py_ssize_t nargs, const char *fname,
+                   int64_t *shape, int *ndim);
+int mp_parse_shape_obj(PyObject *seq, const char *fname, int64_t *shape, int *ndim);
+int mp_parse_int64(PyObject *obj, const char *fname, const char *arg, int64_t *out);
+/* A Python bool/int/float (or anything with __index__ / __float__) as an mp_scalar. */
+int mp_parse_scalar(PyObject *obj, const char *fname, mp_scalar *out);
+PyObject *mp_shape_to_size(mp_state *s, const int64_t *shape, int ndim);
+/* Runs a copy (or another kernel) with the GIL released when the tensor is large. */
+mp_status mp_copy_maybe_nogil(mp_tensor *dst, mp_tensor *src);
+
+/* Method tables contributed by the binding files, merged by module.c / tensor_type.c. */
+extern PyMethodDef mp_factory_functions[];
+extern PyMethodDef mp_misc_functions[];
+extern PyMethodDef mp_buffer_functions[];
+extern PyMethodDef mp_dlpack_functions[];
+extern PyMethodDef mp_tensor_view_methods[];
+extern PyMethodDef mp_tensor_interop_methods[];
+
+/* tensor_views.c: t[key] and t[key] = value */
+PyObject *mp_tensor_getitem(PyObject *self, PyObject *key);
+int mp_tensor_setitem(PyObject *self, PyObject *key, PyObject *value);
+/* interop_buffer.c: the buffer protocol (bf16 exported as 'H') */
+int mp_tensor_getbuffer(PyObject *self, Py_buffer *view, int flags);
+void mp_tensor_releasebuffer(PyObject *self, Py_buffer *view);
+
+#endif

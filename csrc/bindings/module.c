@@ -1,0 +1,79 @@
+/* module.c - the mpamp._C module: multi-phase init, module state (traverse/clear), and the
+ * function table joined from the other binding files. */
+#include "bindings.h"
+
+static PyMethodDef module_functions[64];
+
+static int join_functions(void)
+{
+    PyMethodDef *const tables[] = {mp_factory_functions, mp_misc_functions,
+                                   mp_buffer_functions, mp_dlpack_functions};
+    size_t n = 0, cap = sizeof module_functions / sizeof module_functions[0] - 1;
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+        for (PyMethodDef *d = tables[i]; d->ml_name && n < cap; d++)
+            module_functions[n++] = *d;
+    module_functions[n] = (PyMethodDef){NULL, NULL, 0, NULL};
+    return 0;
+}
+
+static int module_exec(PyObject *m)
+{
+    mp_state *s = mp_state_of_module(m);
+    if (mp_dtype_type_init(m, s) < 0 || mp_tensor_type_init(m, s) < 0)
+        return -1;
+    return PyModule_AddIntConstant(m, "_MAX_DIMS", MP_MAX_DIMS);
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    mp_state *s = mp_state_of_module(m);
+    Py_VISIT(s->tensor_base);
+    Py_VISIT(s->tensor_class);
+    Py_VISIT(s->dtype_type);
+    for (int i = 0; i < MP_DTYPE_COUNT; i++)
+        Py_VISIT(s->dtypes[i]);
+    Py_VISIT(s->size_class);
+    Py_VISIT(s->cpu_device);
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    mp_state *s = mp_state_of_module(m);
+    Py_CLEAR(s->tensor_class);
+    Py_CLEAR(s->tensor_base);
+    for (int i = 0; i < MP_DTYPE_COUNT; i++)
+        Py_CLEAR(s->dtypes[i]);
+    Py_CLEAR(s->dtype_type);
+    Py_CLEAR(s->size_class);
+    Py_CLEAR(s->cpu_device);
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    module_clear((PyObject *)m);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+PyModuleDef mp_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "mpamp._C",
+    .m_doc = "The C core of mpamp: tensors, casts and kernels.",
+    .m_size = sizeof(mp_state),
+    .m_methods = module_functions,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__C(void)
+{
+    join_functions();
+    return PyModuleDef_Init(&mp_module_def);
+}

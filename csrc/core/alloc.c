@@ -1,0 +1,135 @@
+/* alloc.c - caching CPU allocator behind mp_alloc/mp_free.
+ * Sizes round up to a class (64-byte steps up to 512 B, then four classes per power of two,
+ * so at most 25% waste); a freed block goes onto its class's free list, threaded through the
+ * block itself, until the cache limit is reached. One mutex guards the lists. */
+#include "alloc.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#define MP_NCLASSES 256
+
+static pthread_mutex_t mp_alloc_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *mp_free_lists[MP_NCLASSES];
+static mp_alloc_stats mp_stats;
+static size_t mp_cache_limit;
+static int mp_cache_limit_set;
+
+/* Class index and rounded size for n bytes; returns -1 when n is too large to represent. */
+static int size_class(size_t n, size_t *rounded)
+{
+    if (n <= 512) {
+        size_t r = n ? (n + 63) & ~(size_t)63 : 64;
+        *rounded = r;
+        return (int)(r / 64) - 1;                      /* 0..7 */
+    }
+    int p = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^p < n <= 2^(p+1) */
+    if (p >= 60)
+        return -1;
+    size_t base = (size_t)1 << p;                      /* classes base + k * base/4 */
+    size_t step = base / 4;
+    size_t k = (n - base + step - 1) / step;           /* 1..4 */
+    *rounded = base + k * step;
+    return 8 + (p - 9) * 4 + (int)(k - 1);
+}
+
+static size_t cache_limit(void)
+{
+    if (!mp_cache_limit_set) {
+        const char *env = getenv("MPAMP_CACHE_LIMIT_MB");
+        mp_cache_limit = env ? (size_t)strtoull(env, NULL, 10) << 20 : (size_t)1 << 30;
+        mp_cache_limit_set = 1;
+    }
+    return mp_cache_limit;
+}
+
+void *mp_alloc(size_t nbytes)
+{
+    size_t rounded;
+    int cls = size_class(nbytes, &rounded);
+    if (cls < 0 || cls >= MP_NCLASSES) {
+        mp_error(MP_ERR_NOMEM, "cannot allocate %zu bytes: the size is too large", nbytes);
+        return NULL;
+    }
+    void *p = NULL;
+    pthread_mutex_lock(&mp_alloc_lock);
+    mp_stats.allocs++;
+    if (mp_free_lists[cls]) {
+        p = mp_free_lists[cls];
+        mp_free_lists[cls] = *(void **)p;
+        mp_stats.cache_hits++;
+        mp_stats.cached_bytes -= rounded;
+    }
+    pthread_mutex_unlock(&mp_alloc_lock);
+    if (!p) {
+        p = aligned_alloc(MP_ALIGNMENT, rounded);
+        if (!p) {
+            mp_alloc_empty_cache();                    /* give the system back what we hold */
+            p = aligned_alloc(MP_ALIGNMENT, rounded);
+        }
+        if (!p) {
+            mp_error(MP_ERR_NOMEM, "out of memory: failed to allocate %zu bytes", nbytes);
+            return NULL;
+        }
+        pthread_mutex_lock(&mp_alloc_lock);
+        mp_stats.system_allocs++;
+        pthread_mutex_unlock(&mp_alloc_lock);
+    }
+    pthread_mutex_lock(&mp_alloc_lock);
+    mp_stats.in_use_bytes += rounded;
+    if (mp_stats.in_use_bytes > mp_stats.peak_in_use_bytes)
+        mp_stats.peak_in_use_bytes = mp_stats.in_use_bytes;
+    pthread_mutex_unlock(&mp_alloc_lock);
+    return p;
+}
+
+void mp_free(void *ptr, size_t nbytes)
+{
+    if (!ptr)
+        return;
+    size_t rounded;
+    int cls = size_class(nbytes, &rounded);
+    pthread_mutex_lock(&mp_alloc_lock);
+    mp_stats.in_use_bytes -= rounded;
+    if (mp_stats.cached_bytes + rounded <= cache_limit()) {
+        *(void **)ptr = mp_free_lists[cls];
+        mp_free_lists[cls] = ptr;
+        mp_stats.cached_bytes += rounded;
+        ptr = NULL;
+    }
+    pthread_mutex_unlock(&mp_alloc_lock);
+    free(ptr);
+}
+
+void mp_alloc_get_stats(mp_alloc_stats *out)
+{
+    pthread_mutex_lock(&mp_alloc_lock);
+    *out = mp_stats;
+    pthread_mutex_unlock(&mp_alloc_lock);
+}
+
+void mp_alloc_empty_cache(void)
+{
+    pthread_mutex_lock(&mp_alloc_lock);
+    for (int c = 0; c < MP_NCLASSES; c++) {
+        void *p = mp_free_lists[c];
+        while (p) {
+            void *next = *(void **)p;
+            free(p);
+            p = next;
+        }
+        mp_free_lists[c] = NULL;
+    }
+    mp_stats.cached_bytes = 0;
+    pthread_mutex_unlock(&mp_alloc_lock);
+}
+
+void mp_alloc_set_cache_limit(size_t bytes)
+{
+    pthread_mutex_lock(&mp_alloc_lock);
+    cache_limit();
+    mp_cache_limit = bytes;
+    pthread_mutex_unlock(&mp_alloc_lock);
+    if (mp_stats.cached_bytes > bytes)
+        mp_alloc_empty_cache();
+}

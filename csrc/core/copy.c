@@ -1,0 +1,205 @@
+/* copy.c - strided copy-with-conversion, fill and cast (see copy.h). The GIL is released
+ * by the caller; nothing here touches Python. */
+#include "copy.h"
+
+#include <string.h>
+
+#include "../cpu/dispatch.h"
+#include "../shared/mp_half.h"
+#include "iter.h"
+
+double mp_load_f64(mp_dtype dt, const char *p)
+{
+    switch (dt) {
+    case MP_DTYPE_FLOAT32: return *(const float *)p;
+    case MP_DTYPE_FLOAT16: return mp_half_to_f32(*(const mp_half *)p);
+    case MP_DTYPE_BFLOAT16: return mp_bf16_to_f32(*(const mp_bf16 *)p);
+    case MP_DTYPE_INT64: return (double)*(const int64_t *)p;
+    case MP_DTYPE_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    default: return 0.0;
+    }
+}
+
+/* Float to int64 truncates toward zero; NaN and out-of-range values give INT64_MIN, as x86's
+ * cvttsd2si does (and without the undefined behaviour of a plain C cast). */
+static int64_t f64_to_i64(double v)
+{
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
+int64_t mp_load_i64(mp_dtype dt, const char *p)
+{
+    if (dt == MP_DTYPE_INT64)
+        return *(const int64_t *)p;
+    if (dt == MP_DTYPE_BOOL)
+        return *(const uint8_t *)p ? 1 : 0;
+    return f64_to_i64(mp_load_f64(dt, p));
+}
+
+void mp_store_scalar(mp_dtype dt, char *p, mp_scalar v)
+{
+    double f = v.is_int ? (double)v.i : v.f;
+    switch (dt) {
+    case MP_DTYPE_FLOAT32: *(float *)p = (float)f; break;
+    case MP_DTYPE_FLOAT16: *(mp_half *)p = mp_f32_to_half((float)f); break;
+    case MP_DTYPE_BFLOAT16: *(mp_bf16 *)p = mp_f32_to_bf16((float)f); break;
+    case MP_DTYPE_INT64: *(int64_t *)p = v.is_int ? v.i : f64_to_i64(f); break;
+    case MP_DTYPE_BOOL: *(uint8_t *)p = v.is_int ? v.i != 0 : f != 0.0; break;
+    default: break;
+    }
+}
+
+static mp_scalar load_scalar(mp_dtype dt, const char *p)
+{
+    mp_scalar s = {0.0, 0, 0};
+    if (dt == MP_DTYPE_INT64 || dt == MP_DTYPE_BOOL) {
+        s.is_int = 1;
+        s.i = mp_load_i64(dt, p);
+    } else {
+        s.f = mp_load_f64(dt, p);
+    }
+    return s;
+}
+
+typedef struct {
+    mp_dtype dst, src;
+    const mp_cpu_kernels *k;
+} copy_ctx;
+
+/* Contiguous runs between float dtypes go through the vector kernels. */
+static int copy_run_fast(const copy_ctx *c, char *d, const char *s, int64_t n)
+{
+    size_t m = (size_t)n;
+    if (c->dst == c->src) {
+        memcpy(d, s, m * mp_dtype_size(c->dst));
+    } else if (c->src == MP_DTYPE_FLOAT32 && c->dst == MP_DTYPE_FLOAT16) {
+        c->k->f32_to_f16((const float *)s, (mp_half *)d, m);
+    } else if (c->src == MP_DTYPE_FLOAT32 && c->dst == MP_DTYPE_BFLOAT16) {
+        c->k->f32_to_bf16((const float *)s, (mp_bf16 *)d, m);
+    } else if (c->src == MP_DTYPE_FLOAT16 && c->dst == MP_DTYPE_FLOAT32) {
+        c->k->f16_to_f32((const mp_half *)s, (float *)d, m);
+    } else if (c->src == MP_DTYPE_BFLOAT16 && c->dst == MP_DTYPE_FLOAT32) {
+        c->k->bf16_to_f32((const mp_bf16 *)s, (float *)d, m);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+static void copy_run(char **ptrs, const int64_t *strides, int64_t n, void *ctx)
+{
+    const copy_ctx *c = ctx;
+    if (strides[0] == 1 && strides[1] == 1 && copy_run_fast(c, ptrs[0], ptrs[1], n))
+        return;
+    int64_t ds = strides[0] * (int64_t)mp_dtype_size(c->dst);
+    int64_t ss = strides[1] * (int64_t)mp_dtype_size(c->src);
+    char *d = ptrs[0];
+    const char *s = ptrs[1];
+    if (c->dst == c->src) {
+        size_t sz = mp_dtype_size(c->dst);
+        for (int64_t i = 0; i < n; i++, d += ds, s += ss)
+            memcpy(d, s, sz);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++, d += ds, s += ss)
+        mp_store_scalar(c->dst, d, load_scalar(c->src, s));
+}
+
+mp_status mp_tensor_copy_(mp_tensor *dst, mp_tensor *src)
+{
+    if (dst->ndim != src->ndim || memcmp(dst->shape, src->shape, sizeof(int64_t) *
+                                         (size_t)dst->ndim) != 0) {
+        char a[256], b[256];
+        mp_format_shape(a, sizeof a, dst->shape, dst->ndim);
+        mp_format_shape(b, sizeof b, src->shape, src->ndim);
+        return mp_error(MP_ERR_SHAPE, "copy_: the shape of the source %s does not match the "
+                        "destination's %s", b, a);
+    }
+    if (dst->storage->device != MP_DEVICE_CPU || src->storage->device != MP_DEVICE_CPU)
+        return mp_error(MP_ERR_NO_CUDA, "CUDA copies are not available in this build");
+    mp_tensor *ops[2] = {dst, src};
+    mp_iter it;
+    copy_ctx c = {dst->dtype, src->dtype, mp_cpu()};
+    mp_iter_init(&it, ops, 2);
+    mp_iter_run(&it, copy_run, &c);
+    return MP_OK;
+}
+
+typedef struct {
+    char pattern[8];   /* the value encoded once in the tensor's dtype */
+    size_t size;
+} fill_ctx;
+
+static void fill_run(char **ptrs, const int64_t *strides, int64_t n, void *ctx)
+{
+    const fill_ctx *c = ctx;
+    int64_t step = strides[0] * (int64_t)c->size;
+    char *d = ptrs[0];
+    for (int64_t i = 0; i < n; i++, d += step)
+        memcpy(d, c->pattern, c->size);
+}
+
+mp_status mp_tensor_fill_(mp_tensor *t, mp_scalar value)
+{
+    fill_ctx ctx;
+    ctx.size = mp_dtype_size(t->dtype);
+    memset(ctx.pattern, 0, sizeof ctx.pattern);
+    mp_store_scalar(t->dtype, ctx.pattern, value);
+    mp_iter it;
+    mp_iter_init(&it, &t, 1);
+    mp_iter_run(&it, fill_run, &ctx);
+    return MP_OK;
+}
+
+mp_status mp_tensor_arange_(mp_tensor *t, mp_scalar start, mp_scalar step)
+{
+    if (!mp_tensor_is_contiguous(t))
+        return mp_error(MP_ERR_VALUE, "arange needs a contiguous output");
+    int64_t n = mp_tensor_numel(t);
+    size_t sz = mp_dtype_size(t->dtype);
+    char *p = mp_tensor_data(t);
+    int ints = start.is_int && step.is_int;
+    double f0 = start.is_int ? (double)start.i : start.f;
+    double fs = step.is_int ? (double)step.i : step.f;
+    for (int64_t i = 0; i < n; i++) {
+        mp_scalar v = {f0 + (double)i * fs, start.i + i * step.i, ints};
+        mp_store_scalar(t->dtype, p + (size_t)i * sz, v);
+    }
+    return MP_OK;
+}
+
+mp_status mp_tensor_cast(mp_tensor *src, mp_dtype dtype, mp_tensor **out)
+{
+    mp_status st = mp_tensor_empty(src->shape, src->ndim, dtype, src->storage->device, out);
+    if (st != MP_OK)
+        return st;
+    st = mp_tensor_copy_(*out, src);
+    if (st != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+mp_status mp_tensor_contiguous(mp_tensor *src, mp_tensor **out)
+{
+    if (mp_tensor_is_contiguous(src)) {
+        mp_tensor_incref(src);
+        *out = src;
+        return MP_OK;
+    }
+    return mp_tensor_cast(src, src->dtype, out);
+}
+
+mp_scalar mp_tensor_get_item(const mp_tensor *t, int64_t flat_index)
+{
+    int64_t off = 0;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        off += (flat_index % t->shape[d]) * t->strides[d];
+        flat_index /= t->shape[d];
+    }
+    const char *p = (const char *)mp_tensor_data(t) + off * (int64_t)mp_dtype_size(t->dtype);
+    return load_scalar(t->dtype, p);
+}

@@ -1,0 +1,64 @@
+/* iter.c - coalescing and the outer-loop walk for mp_iter (see iter.h). */
+#include "iter.h"
+
+void mp_iter_init(mp_iter *it, mp_tensor *const *ops, int nops)
+{
+    const mp_tensor *t0 = ops[0];
+    it->nops = nops;
+    it->numel = mp_tensor_numel(t0);
+    for (int k = 0; k < nops; k++) {
+        it->base[k] = mp_tensor_data(ops[k]);
+        it->itemsize[k] = mp_dtype_size(ops[k]->dtype);
+    }
+    int nd = 0;
+    for (int d = 0; d < t0->ndim; d++) {
+        if (t0->shape[d] == 1)
+            continue;
+        int merge = nd > 0;
+        for (int k = 0; k < nops && merge; k++)
+            merge = it->strides[k][nd - 1] == ops[k]->strides[d] * t0->shape[d];
+        if (merge) {
+            it->shape[nd - 1] *= t0->shape[d];
+            for (int k = 0; k < nops; k++)
+                it->strides[k][nd - 1] = ops[k]->strides[d];
+            continue;
+        }
+        it->shape[nd] = t0->shape[d];
+        for (int k = 0; k < nops; k++)
+            it->strides[k][nd] = ops[k]->strides[d];
+        nd++;
+    }
+    if (nd == 0) {
+        it->shape[0] = 1;
+        for (int k = 0; k < nops; k++)
+            it->strides[k][0] = 1;
+        nd = 1;
+    }
+    it->ndim = nd;
+}
+
+void mp_iter_run(const mp_iter *it, mp_iter_fn fn, void *ctx)
+{
+    if (it->numel == 0)
+        return;
+    int inner = it->ndim - 1;
+    int64_t idx[MP_MAX_DIMS] = {0};
+    char *ptrs[MP_ITER_MAX_OPS];
+    int64_t inner_strides[MP_ITER_MAX_OPS];
+    for (int k = 0; k < it->nops; k++)
+        inner_strides[k] = it->strides[k][inner];
+    for (;;) {
+        for (int k = 0; k < it->nops; k++) {
+            int64_t off = 0;
+            for (int d = 0; d < inner; d++)
+                off += idx[d] * it->strides[k][d];
+            ptrs[k] = it->base[k] + off * (int64_t)it->itemsize[k];
+        }
+        fn(ptrs, inner_strides, it->shape[inner], ctx);
+        int d = inner - 1;
+        while (d >= 0 && ++idx[d] == it->shape[d])
+            idx[d--] = 0;
+        if (d < 0)
+            return;
+    }
+}

@@ -1,0 +1,177 @@
+/* tensor.c - lifetime of storages and tensors, contiguity and shape checks.
+ * Metadata-only view operations live in view.c; data movement in copy.c. */
+#include "tensor.h"
+
+#include <stdlib.h>
+
+#include "alloc.h"
+
+mp_status mp_storage_new(size_t nbytes, mp_device device, mp_storage **out)
+{
+    if (device != MP_DEVICE_CPU)
+        return mp_error(MP_ERR_NO_CUDA, "CUDA storage is not available in this build");
+    mp_storage *s = malloc(sizeof *s);
+    if (!s)
+        return mp_error(MP_ERR_NOMEM, "out of memory allocating a storage header");
+    s->data = mp_alloc(nbytes);
+    if (!s->data) {
+        free(s);
+        return MP_ERR_NOMEM;
+    }
+    s->refcount = 1;
+    s->nbytes = nbytes;
+    s->device = device;
+    s->release = NULL;
+    s->release_ctx = NULL;
+    *out = s;
+    return MP_OK;
+}
+
+mp_storage *mp_storage_wrap(void *data, size_t nbytes, mp_device device,
+                            void (*release)(void *), void *ctx)
+{
+    mp_storage *s = malloc(sizeof *s);
+    if (!s) {
+        mp_error(MP_ERR_NOMEM, "out of memory allocating a storage header");
+        return NULL;
+    }
+    s->refcount = 1;
+    s->data = data;
+    s->nbytes = nbytes;
+    s->device = device;
+    s->release = release;
+    s->release_ctx = ctx;
+    return s;
+}
+
+void mp_storage_incref(mp_storage *s)
+{
+    __atomic_add_fetch(&s->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void mp_storage_decref(mp_storage *s)
+{
+    if (!s || __atomic_sub_fetch(&s->refcount, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    if (s->release)
+        s->release(s->release_ctx);
+    else
+        mp_free(s->data, s->nbytes);
+    free(s);
+}
+
+mp_status mp_shape_check(const int64_t *shape, int ndim, mp_dtype dtype, int64_t *numel)
+{
+    char buf[256];
+    if (ndim < 0 || ndim > MP_MAX_DIMS)
+        return mp_error(MP_ERR_VALUE, "tensors may have at most %d dimensions, got %d",
+                        MP_MAX_DIMS, ndim);
+    int has_zero = 0;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) {
+            mp_format_shape(buf, sizeof buf, shape, ndim);
+            return mp_error(MP_ERR_VALUE, "Trying to create tensor with negative dimension "
+                            "%lld: %s", (long long)shape[i], buf);
+        }
+        has_zero |= shape[i] == 0;
+    }
+    int64_t n = 1;
+    int64_t max_elems = INT64_MAX / (int64_t)mp_dtype_size(dtype);
+    for (int i = 0; i < ndim && !has_zero; i++) {
+        if (n > max_elems / shape[i]) {
+            mp_format_shape(buf, sizeof buf, shape, ndim);
+            return mp_error(MP_ERR_NOMEM, "Storage size calculation overflowed with sizes=%s",
+                            buf);
+        }
+        n *= shape[i];
+    }
+    *numel = has_zero ? 0 : n;
+    return MP_OK;
+}
+
+void mp_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= shape[i] > 1 ? shape[i] : 1;
+    }
+}
+
+mp_tensor *mp_tensor_on_storage(mp_storage *s, mp_dtype dtype, const int64_t *shape,
+                                const int64_t *strides, int ndim, int64_t offset)
+{
+    mp_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        mp_error(MP_ERR_NOMEM, "out of memory allocating a tensor header");
+        return NULL;
+    }
+    t->refcount = 1;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->strides[i] = strides[i];
+    }
+    t->offset = offset;
+    t->storage = s;
+    mp_storage_incref(s);
+    return t;
+}
+
+mp_status mp_tensor_empty(const int64_t *shape, int ndim, mp_dtype dtype, mp_device device,
+                          mp_tensor **out)
+{
+    int64_t numel;
+    int64_t strides[MP_MAX_DIMS];
+    mp_storage *s;
+    mp_status st = mp_shape_check(shape, ndim, dtype, &numel);
+    if (st != MP_OK)
+        return st;
+    st = mp_storage_new((size_t)numel * mp_dtype_size(dtype), device, &s);
+    if (st != MP_OK)
+        return st;
+    mp_contiguous_strides(shape, ndim, strides);
+    *out = mp_tensor_on_storage(s, dtype, shape, strides, ndim, 0);
+    mp_storage_decref(s);
+    return *out ? MP_OK : MP_ERR_NOMEM;
+}
+
+void mp_tensor_incref(mp_tensor *t)
+{
+    __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void mp_tensor_decref(mp_tensor *t)
+{
+    if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    mp_storage_decref(t->storage);
+    free(t);
+}
+
+int64_t mp_tensor_numel(const mp_tensor *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++)
+        n *= t->shape[i];
+    return n;
+}
+
+int mp_tensor_is_contiguous(const mp_tensor *t)
+{
+    int64_t expected = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] == 0)
+            return 1;
+        if (t->shape[i] != 1 && t->strides[i] != expected)
+            return 0;
+        expected *= t->shape[i];
+    }
+    return 1;
+}
+
+void *mp_tensor_data(const mp_tensor *t)
+{
+    return (char *)t->storage->data + t->offset * (int64_t)mp_dtype_size(t->dtype);
+}

@@ -1,0 +1,8 @@
+/* cast_avx512bf16.c - avx512bf16 conversion kernels (to be vectorised); until then the table keeps the
+ * scalar entries it was initialised with. */
+#include "dispatch.h"
+
+void mp_cpu_fill_avx512bf16(mp_cpu_kernels *k)
+{
+    (void)k;
+}

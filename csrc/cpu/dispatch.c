@@ -1,0 +1,83 @@
+/* dispatch.c - probes the CPU once and fills one kernel table per supported ISA level.
+ * Vector tables start as copies of the scalar one, so a level that has not (yet) got a
+ * vector version of some kernel falls back to scalar for it. */
+#include "dispatch.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static mp_cpu_kernels mp_tables[MP_ISA_COUNT];
+static int mp_supported[MP_ISA_COUNT];
+static mp_isa mp_detected = MP_ISA_SCALAR;
+static mp_isa mp_active = MP_ISA_SCALAR;
+static pthread_once_t mp_once = PTHREAD_ONCE_INIT;
+
+static const char *const mp_isa_names[MP_ISA_COUNT] = {"scalar", "avx2", "avx512",
+                                                        "avx512bf16"};
+
+static void probe(void)
+{
+    mp_supported[MP_ISA_SCALAR] = 1;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    mp_supported[MP_ISA_AVX2] = __builtin_cpu_supports("avx2") &&
+                                __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma");
+    mp_supported[MP_ISA_AVX512] = mp_supported[MP_ISA_AVX2] &&
+                                  __builtin_cpu_supports("avx512f") &&
+                                  __builtin_cpu_supports("avx512bw") &&
+                                  __builtin_cpu_supports("avx512vl");
+    mp_supported[MP_ISA_AVX512BF16] = mp_supported[MP_ISA_AVX512] &&
+                                      __builtin_cpu_supports("avx512bf16");
+#endif
+    for (int i = 0; i < MP_ISA_COUNT; i++) {
+        mp_cpu_fill_scalar(&mp_tables[i]);
+        mp_tables[i].isa = (mp_isa)i;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    mp_cpu_fill_avx2(&mp_tables[MP_ISA_AVX2]);
+    mp_cpu_fill_avx512(&mp_tables[MP_ISA_AVX512]);
+    mp_cpu_fill_avx512bf16(&mp_tables[MP_ISA_AVX512BF16]);
+#endif
+    for (int i = 0; i < MP_ISA_COUNT; i++)
+        if (mp_supported[i])
+            mp_detected = (mp_isa)i;
+    mp_active = mp_detected;
+    const char *forced = getenv("MPAMP_CPU_ISA");
+    int want = forced && *forced ? mp_isa_from_name(forced) : -1;
+    if (want >= 0 && want < (int)mp_active)
+        mp_active = (mp_isa)want;
+}
+
+const mp_cpu_kernels *mp_cpu(void)
+{
+    pthread_once(&mp_once, probe);
+    return &mp_tables[mp_active];
+}
+
+const mp_cpu_kernels *mp_cpu_for_isa(mp_isa isa)
+{
+    pthread_once(&mp_once, probe);
+    if ((int)isa < 0 || isa >= MP_ISA_COUNT || !mp_supported[isa])
+        return NULL;
+    return &mp_tables[isa];
+}
+
+mp_isa mp_cpu_detected_isa(void)
+{
+    pthread_once(&mp_once, probe);
+    return mp_detected;
+}
+
+const char *mp_isa_name(mp_isa isa)
+{
+    return (int)isa >= 0 && isa < MP_ISA_COUNT ? mp_isa_names[isa] : "unknown";
+}
+
+int mp_isa_from_name(const char *name)
+{
+    for (int i = 0; i < MP_ISA_COUNT; i++)
+        if (strcmp(name, mp_isa_names[i]) == 0)
+            return i;
+    return -1;
+}

@@ -1,0 +1,41 @@
+/* dispatch.h - the table of CPU kernels, filled once for the best ISA this CPU has.
+ * Kernels work on raw contiguous pointers and counts; the core handles shapes and strides.
+ * MPAMP_CPU_ISA=scalar|avx2|avx512|avx512bf16 forces a lower level than detected. */
+#ifndef MP_CPU_DISPATCH_H
+#define MP_CPU_DISPATCH_H
+
+#include "../shared/mp_half.h"
+
+typedef enum {
+    MP_ISA_SCALAR = 0,     /* portable C, the oracle every vector kernel is tested against */
+    MP_ISA_AVX2 = 1,       /* AVX2 + F16C + FMA */
+    MP_ISA_AVX512 = 2,     /* AVX-512 F/BW/VL (+F16C) */
+    MP_ISA_AVX512BF16 = 3, /* AVX-512 plus AVX512_BF16 */
+    MP_ISA_COUNT = 4
+} mp_isa;
+
+typedef struct {
+    mp_isa isa;
+    void (*f32_to_f16)(const float *src, mp_half *dst, size_t n);
+    void (*f16_to_f32)(const mp_half *src, float *dst, size_t n);
+    void (*f32_to_bf16)(const float *src, mp_bf16 *dst, size_t n);
+    void (*bf16_to_f32)(const mp_bf16 *src, float *dst, size_t n);
+} mp_cpu_kernels;
+
+/* The active table (detected level, lowered by MPAMP_CPU_ISA). Never NULL. */
+const mp_cpu_kernels *mp_cpu(void);
+/* The table of one level, or NULL when this CPU (or this build) cannot run it. */
+const mp_cpu_kernels *mp_cpu_for_isa(mp_isa isa);
+/* Highest level the hardware and OS support, ignoring MPAMP_CPU_ISA. */
+mp_isa mp_cpu_detected_isa(void);
+const char *mp_isa_name(mp_isa isa);
+/* Parses "scalar", "avx2", "avx512", "avx512bf16"; returns -1 when unknown. */
+int mp_isa_from_name(const char *name);
+
+/* Per-ISA tables, defined in cast_<isa>.c (the vector ones only on x86-64). */
+void mp_cpu_fill_scalar(mp_cpu_kernels *k);
+void mp_cpu_fill_avx2(mp_cpu_kernels *k);
+void mp_cpu_fill_avx512(mp_cpu_kernels *k);
+void mp_cpu_fill_avx512bf16(mp_cpu_kernels *k);
+
+#endif

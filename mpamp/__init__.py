@@ -1,0 +1,35 @@
+"""mpamp: mixed-precision (float16 / bfloat16) training for Python with a C core.
+
+The API follows torch: tensors and dtypes here, ``mpamp.backends.cpu`` for the CPU kernel
+level, ``mpamp.cuda`` for device queries.
+"""
+from . import _C
+from ._C import bfloat16, dtype, float16, float32, int64
+from ._C import bool as _bool_dtype
+from ._size import Size, device
+from ._tensor import Tensor
+from ._random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
+                      seed, set_rng_state)
+from ._factories import (arange, as_tensor, empty, empty_like, from_numpy, full, full_like,
+                         ones, ones_like, rand, rand_like, randint, randint_like, randn,
+                         randn_like, tensor, zeros, zeros_like)
+from . import backends, cuda
+
+globals()["bool"] = _bool_dtype        # mpamp.bool, as torch.bool
+float = float32                         # noqa: A001 - torch's alias
+half = float16
+long = int64
+
+_C._register(Tensor, Size, device("cpu"))
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj):
+    """True when obj is an mpamp tensor."""
+    return isinstance(obj, _C.TensorBase)
+
+
+def numel(input):  # noqa: A002
+    """Number of elements of a tensor."""
+    return input.numel()

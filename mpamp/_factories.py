@@ -1,0 +1,291 @@
+"""Tensor creation: tensor(), from_numpy(), zeros/ones/empty/full(+_like), arange and the
+random factories. Parsing happens here; memory and per-element work happen in _C."""
+import warnings
+
+import numpy as np
+
+from . import _C
+from ._random import default_generator
+from ._size import device as _device
+from ._tensor import Tensor, _ml_dtypes, _no_cuda_message
+
+_SUPPORTED = "float32, float16, bfloat16 (ml_dtypes), int64 and bool"
+
+
+def _check_device(dev):
+    if dev is None:
+        return
+    if _device(dev).type == "cuda":
+        raise RuntimeError(_no_cuda_message())
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _shape(size):
+    if len(size) == 1 and not hasattr(size[0], "__index__"):
+        return size[0]
+    return size
+
+
+# ---- from data ----
+
+def _is_bf16_array(arr):
+    ml = _ml_dtypes()
+    return ml is not None and arr.dtype == np.dtype(ml.bfloat16)
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with a NumPy array (float32/float16/bfloat16/int64/bool)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if _is_bf16_array(ndarray):
+        t, readonly = _C._from_buffer(ndarray.view(np.uint16), True)
+    elif ndarray.dtype in (np.float32, np.float16, np.int64, np.bool_) and \
+            ndarray.dtype.isnative:
+        t, readonly = _C._from_buffer(ndarray, False)
+    else:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype}. The only "
+                        f"supported types are: {_SUPPORTED}.")
+    if readonly:
+        warnings.warn("The given NumPy array is not writable, and mpamp does not support "
+                      "non-writable tensors. Writing to this tensor would write to the array.",
+                      UserWarning, stacklevel=2)
+    return t
+
+
+def _first_bad_element(data):
+    """The first leaf of a nested sequence that is not a number (or None)."""
+    if isinstance(data, (list, tuple)):
+        for x in data:
+            bad = _first_bad_element(x)
+            if bad is not None:
+                return bad
+        return None
+    if isinstance(data, (bool, int, float, np.number, np.bool_, Tensor, np.ndarray)):
+        return None
+    return data
+
+
+def _ragged_message(data, dim=0):
+    """torch's wording for a ragged nested list, or None when the nesting is regular."""
+    if not isinstance(data, (list, tuple)) or not data:
+        return None
+    lengths = [len(x) if isinstance(x, (list, tuple)) else None for x in data]
+    first = lengths[0]
+    for n in lengths[1:]:
+        if n != first:
+            return f"expected sequence of length {first} at dim {dim + 1} (got {n})"
+    for x in data:
+        msg = _ragged_message(x, dim + 1)
+        if msg:
+            return msg
+    return None
+
+
+def _as_array(data):
+    """data as a NumPy array of a dtype mpamp supports (float64 -> float32 etc.)."""
+    if isinstance(data, np.ndarray):
+        arr = data
+    else:
+        try:
+            arr = np.asarray(data)
+        except (ValueError, TypeError) as exc:
+            msg = _ragged_message(data)
+            if msg:
+                raise ValueError(msg) from None
+            raise TypeError(f"could not convert {type(data).__name__} to a tensor: {exc}") \
+                from None
+        except OverflowError:
+            raise OverflowError("Overflow when unpacking long: a value does not fit in int64") \
+                from None
+    if _is_bf16_array(arr):
+        return arr
+    kind = arr.dtype.kind
+    if kind == "f":
+        return arr.astype(np.float32, copy=False) if arr.dtype != np.float16 else arr
+    if kind in "iu":
+        if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+            raise OverflowError("value does not fit in int64")
+        return arr.astype(np.int64, copy=False)
+    if kind == "b":
+        return arr
+    if kind == "O":
+        bad = _first_bad_element(data)
+        if isinstance(bad, int):
+            raise OverflowError("Overflow when unpacking long: a value does not fit in int64")
+        raise TypeError(f"Could not infer dtype of {type(bad).__name__}")
+    name = {"U": "str", "S": "bytes", "c": "complex", "M": "datetime64",
+            "m": "timedelta64", "V": "void"}.get(kind, str(arr.dtype))
+    raise TypeError(f"Could not infer dtype of {name}" if not isinstance(data, np.ndarray) else
+                    f"can't convert np.ndarray of type numpy.{arr.dtype}. The only supported "
+                    f"types are: {_SUPPORTED}.")
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor (always a copy) from a scalar, nested sequence, NumPy array or tensor."""
+    _check_device(device)
+    if isinstance(data, Tensor):
+        src = data.detach()
+    else:
+        arr = np.ascontiguousarray(_as_array(data))
+        src = from_numpy(arr) if arr.flags.writeable else from_numpy(arr.copy())
+    return _finish(src._to_dtype(dtype, True), requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like tensor(), but shares memory with a tensor or NumPy array when it can."""
+    _check_device(device)
+    if isinstance(data, Tensor):
+        return data._to_dtype(dtype, False)
+    if isinstance(data, np.ndarray):
+        try:
+            return from_numpy(data)._to_dtype(dtype, False)
+        except (TypeError, ValueError):
+            pass
+    return tensor(data, dtype=dtype)
+
+
+# ---- filled ----
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor."""
+    _check_device(device)
+    return _finish(_C._empty(_shape(size), dtype), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of zeros."""
+    _check_device(device)
+    return _finish(_C._full(_shape(size), 0, dtype), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of ones."""
+    _check_device(device)
+    return _finish(_C._full(_shape(size), 1, dtype), requires_grad)
+
+
+def _infer_dtype(value, dtype):
+    if dtype is not None:
+        return dtype
+    if isinstance(value, (bool, np.bool_)):
+        return _C.bool
+    if isinstance(value, (int, np.integer)):
+        return _C.int64
+    return _C.float32
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor filled with fill_value (dtype inferred from it, as torch)."""
+    _check_device(device)
+    return _finish(_C._full(size, fill_value, _infer_dtype(fill_value, dtype)), requires_grad)
+
+
+def _like(t, dtype):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"expected a Tensor, got {type(t).__name__}")
+    return tuple(t.shape), t.dtype if dtype is None else dtype
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """empty() with input's shape and dtype."""
+    shape, dt = _like(input, dtype)
+    return empty(shape, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """zeros() with input's shape and dtype."""
+    shape, dt = _like(input, dtype)
+    return zeros(shape, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """ones() with input's shape and dtype."""
+    shape, dt = _like(input, dtype)
+    return ones(shape, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """full() with input's shape and dtype."""
+    shape, dt = _like(input, dtype)
+    return full(shape, fill_value, dtype=dt, device=device, requires_grad=requires_grad)
+
+
+def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """Values start, start+step, ... below end (int64 for integer arguments, else float32)."""
+    _check_device(device)
+    if end is None:
+        start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if not isinstance(v, (int, float, np.number)) or isinstance(v, bool):
+            raise TypeError(f"arange(): argument '{name}' must be a number, not "
+                            f"{type(v).__name__}")
+    return _finish(_C._arange(start, end, step, dtype), requires_grad)
+
+
+# ---- random ----
+
+def _random(kind, a, b, size, generator, dtype, device, requires_grad, fname):
+    _check_device(device)
+    t = _C._empty(_shape(size), dtype)
+    if kind != "int" and not t.dtype.is_floating_point:
+        raise TypeError(f"{fname}(): dtype must be a floating point type, got {t.dtype}")
+    (generator or default_generator)._fill(t, kind, a, b)
+    return _finish(t, requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform random numbers in [0, 1)."""
+    return _random("uniform", 0.0, 1.0, size, generator, dtype, device, requires_grad, "rand")
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal random numbers."""
+    return _random("normal", 0.0, 1.0, size, generator, dtype, device, requires_grad, "randn")
+
+
+def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    """Random integers: randint(high, size) or randint(low, high, size)."""
+    args = list(args)
+    if size is None and args and not isinstance(args[-1], int):
+        size = args.pop()
+    if len(args) == 1:
+        low, high = 0, args[0]
+    elif len(args) == 2:
+        low, high = args
+    else:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    if size is None:
+        raise TypeError("randint() missing required argument 'size'")
+    if not isinstance(low, int) or not isinstance(high, int):
+        raise TypeError("randint(): low and high must be integers")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    dtype = _C.int64 if dtype is None else dtype
+    return _random("int", low, high, (size,), generator, dtype, device, requires_grad,
+                   "randint")
+
+
+def rand_like(input, dtype=None, generator=None):  # noqa: A002
+    """rand() with input's shape and dtype."""
+    shape, dt = _like(input, dtype)
+    return rand(shape, dtype=dt, generator=generator)
+
+
+def randn_like(input, dtype=None, generator=None):  # noqa: A002
+    """randn() with input's shape and dtype."""
+    shape, dt = _like(input, dtype)
+    return randn(shape, dtype=dt, generator=generator)
+
+
+def randint_like(input, low=0, high=None, dtype=None, generator=None):  # noqa: A002
+    """randint() with input's shape and dtype."""
+    if high is None:
+        low, high = 0, low
+    shape, dt = _like(input, dtype)
+    return randint(low, high, shape, dtype=dt, generator=generator)

@@ -1,0 +1,195 @@
+"""mpamp.Tensor: the Python face of the C tensor (_C.TensorBase).
+
+Hot methods (views, casts, item, shape) are C; this class adds what composes them:
+repr, iteration, tolist, NumPy conversion, .to() argument parsing, Python number protocol.
+"""
+import numpy as np
+
+from . import _C
+from ._format import format_tensor
+from ._size import device as _device
+
+
+def _ml_dtypes():
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return ml_dtypes
+
+
+class Tensor(_C.TensorBase):
+    """A strided n-dimensional array of float32, float16, bfloat16, int64 or bool."""
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return format_tensor(self)
+
+    __str__ = __repr__
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self)))
+
+    def tolist(self):
+        """Values as (nested) Python lists of numbers."""
+        flat = self._flat_list()
+        return flat[0] if self.ndim == 0 else _nest(flat, tuple(self.shape))
+
+    # ---- NumPy ----
+
+    def numpy(self, *, force=False):
+        """A NumPy array sharing memory (bfloat16 needs ml_dtypes)."""
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if self.is_cuda:
+            raise TypeError("can't convert cuda tensor to numpy. Use Tensor.cpu() to copy the "
+                            "tensor to host memory first.")
+        arr = np.asarray(memoryview(self))
+        if self.dtype is _C.bfloat16:
+            ml = _ml_dtypes()
+            if ml is None:
+                raise TypeError("numpy() of a bfloat16 tensor needs the ml_dtypes package "
+                                "(pip install ml_dtypes, or mpamp[bf16]); or call .float() "
+                                "first")
+            arr = arr.view(ml.bfloat16)
+        return arr
+
+    def __array__(self, dtype=None, copy=None):
+        if self.dtype is _C.bfloat16 and _ml_dtypes() is None:
+            if copy is False:
+                raise ValueError("a bfloat16 tensor cannot be viewed by NumPy without "
+                                 "ml_dtypes; install it or allow a copy")
+            arr = self.detach().float().numpy()
+            copied = True
+        else:
+            arr = self.detach().numpy()
+            copied = False
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"converting a {self.dtype} tensor to {np.dtype(dtype)} needs "
+                                 f"a copy, but copy=False was requested")
+            return arr.astype(dtype)
+        if copy and not copied:
+            return arr.copy()
+        return arr
+
+    # ---- conversion ----
+
+    def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
+        """Convert dtype and/or device: to(dtype), to(device), to(device, dtype), to(other)."""
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.dtype if dtype is None else dtype
+                device = a.device if device is None else device
+            elif isinstance(a, (str, _device)) and not _is_dtype_string(a):
+                device = a
+            else:
+                dtype = a
+        if device is not None:
+            dev = _device(device)
+            if dev.type == "cuda":
+                raise RuntimeError(_no_cuda_message())
+        return self._to_dtype(dtype, copy)
+
+    def cpu(self):
+        """self (tensors are on the CPU in this build)."""
+        return self
+
+    def cuda(self, device=None, non_blocking=False):
+        """Copy to a CUDA device (raises without one)."""
+        raise RuntimeError(_no_cuda_message())
+
+    def type(self, dtype=None):
+        """The type name, or a conversion when dtype is given."""
+        if dtype is None:
+            return f"mpamp.{_TYPE_NAMES[repr(self.dtype).split('.')[-1]]}"
+        return self.to(dtype)
+
+    def double(self):
+        """Unsupported: mpamp has no float64."""
+        raise TypeError("mpamp has no float64 dtype; use .float() (float32)")
+
+    @property
+    def T(self):
+        """Dimensions reversed."""
+        return self.permute(*range(self.ndim - 1, -1, -1))
+
+    @property
+    def is_cpu(self):
+        """True for CPU tensors."""
+        return not self.is_cuda
+
+    # ---- Python number protocol ----
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is "
+                               f"ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype not in (_C.int64, _C.bool) or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    # ---- copying ----
+
+    def __deepcopy__(self, memo):
+        out = self.clone()
+        out.requires_grad_(self.requires_grad)
+        memo[id(self)] = out
+        return out
+
+    def __reduce_ex__(self, protocol):
+        data = self.detach().contiguous()
+        raw = bytes(memoryview(data).cast("B")) if data.numel() else b""
+        return (_rebuild, (raw, repr(self.dtype).split(".")[-1], tuple(self.shape),
+                           self.requires_grad))
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
+               "int64": "LongTensor", "bool": "BoolTensor"}
+_DTYPE_STRINGS = {"fp32", "float32", "fp16", "float16", "half", "bf16", "bfloat16"}
+
+
+def _is_dtype_string(a):
+    return isinstance(a, str) and a in _DTYPE_STRINGS
+
+
+def _no_cuda_message():
+    if _C._cuda_is_built():
+        return "CUDA not available: no CUDA device was found"
+    return ("CUDA not available: mpamp was built without CUDA support (nvcc was not found or "
+            "MPAMP_CUDA=0)")
+
+
+def _nest(flat, shape):
+    if len(shape) == 1:
+        return flat
+    step = len(flat) // shape[0] if shape[0] else 0
+    return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def _rebuild(raw, dtype_name, shape, requires_grad):
+    t = _C._empty(shape, getattr(_C, dtype_name))
+    if raw:
+        memoryview(t).cast("B")[:] = raw
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
