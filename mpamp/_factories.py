@@ -131,8 +131,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if isinstance(data, Tensor):
         src = data.detach()
     else:
-        arr = np.ascontiguousarray(_as_array(data))
-        src = from_numpy(arr) if arr.flags.writeable else from_numpy(arr.copy())
+        arr = _as_array(data)
+        if not (arr.flags.c_contiguous and arr.flags.writeable and arr.dtype.isnative):
+            arr = np.array(arr, order="C", copy=True)     # keeps 0-d arrays 0-d
+        src = from_numpy(arr)
     return _finish(src._to_dtype(dtype, True), requires_grad)
 
 

@@ -85,8 +85,15 @@ class Tensor(_C.TensorBase):
             if isinstance(a, Tensor):
                 dtype = a.dtype if dtype is None else dtype
                 device = a.device if device is None else device
-            elif isinstance(a, (str, _device)) and not _is_dtype_string(a):
+            elif isinstance(a, _device):
                 device = a
+            elif isinstance(a, str) and not _is_dtype_string(a):
+                try:
+                    device = _device(a)
+                except ValueError:
+                    raise ValueError(f"to(): {a!r} is neither a device ('cpu', 'cuda') nor a "
+                                     f"dtype string ({', '.join(sorted(_DTYPE_STRINGS))})") \
+                        from None
             else:
                 dtype = a
         if device is not None:

@@ -26,16 +26,40 @@ int mp_parse_int64(PyObject *obj, const char *fname, const char *arg, int64_t *o
     return 0;
 }
 
+/* Each element must be an int (not a float or bool); never recurses into elements. */
+static int parse_dims(PyObject *const *items, Py_ssize_t n, const char *fname, int64_t *shape,
+                      int *ndim)
+{
+    if (n > MP_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s(): tensors may have at most %d dimensions, got %zd",
+                     fname, MP_MAX_DIMS, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyFloat_Check(items[i]) || PyBool_Check(items[i]) || !PyIndex_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "%s(): argument 'size' must be tuple of ints, but "
+                         "found element of type %.100s at pos %zd", fname,
+                         Py_TYPE(items[i])->tp_name, i);
+            return -1;
+        }
+        if (mp_parse_int64(items[i], fname, "size", &shape[i]) < 0)
+            return -1;
+    }
+    *ndim = (int)n;
+    return 0;
+}
+
 int mp_parse_shape_obj(PyObject *seq, const char *fname, int64_t *shape, int *ndim)
 {
-    PyObject *fast = PySequence_Fast(seq, "");
+    PyObject *fast = PyUnicode_Check(seq) || PyBytes_Check(seq) ? NULL
+                                                                : PySequence_Fast(seq, "");
     if (!fast) {
         PyErr_Format(PyExc_TypeError, "%s(): size must be a tuple of ints, not %.100s", fname,
                      Py_TYPE(seq)->tp_name);
         return -1;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    int rc = mp_parse_shape(PySequence_Fast_ITEMS(fast), n, fname, shape, ndim);
+    int rc = parse_dims(PySequence_Fast_ITEMS(fast), PySequence_Fast_GET_SIZE(fast), fname,
+                        shape, ndim);
     Py_DECREF(fast);
     return rc;
 }
@@ -45,23 +69,7 @@ int mp_parse_shape(PyObject *const *args, Py_ssize_t nargs, const char *fname,
 {
     if (nargs == 1 && !PyIndex_Check(args[0]) && !PyFloat_Check(args[0]))
         return mp_parse_shape_obj(args[0], fname, shape, ndim);
-    if (nargs > MP_MAX_DIMS) {
-        PyErr_Format(PyExc_ValueError, "%s(): tensors may have at most %d dimensions, got %zd",
-                     fname, MP_MAX_DIMS, nargs);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        if (PyFloat_Check(args[i]) || PyBool_Check(args[i]) || !PyIndex_Check(args[i])) {
-            PyErr_Format(PyExc_TypeError, "%s(): argument 'size' must be tuple of ints, but "
-                         "found element of type %.100s at pos %zd", fname,
-                         Py_TYPE(args[i])->tp_name, i);
-            return -1;
-        }
-        if (mp_parse_int64(args[i], fname, "size", &shape[i]) < 0)
-            return -1;
-    }
-    *ndim = (int)nargs;
-    return 0;
+    return parse_dims(args, nargs, fname, shape, ndim);
 }
 
 int mp_parse_scalar(PyObject *obj, const char *fname, mp_scalar *out)

@@ -230,8 +230,10 @@ static PyObject *m_zero_(PyObject *self, PyObject *unused)
 
 /* ---- basic indexing ---- */
 
-/* Applies one index tuple element to *cur at dimension *dim; replaces *cur. */
-static int apply_index(mp_tensor **cur, int *dim, PyObject *item, int remaining_after)
+/* Applies one index tuple element to *cur at dimension *dim; replaces *cur. *orig counts the
+ * dimensions of the indexed tensor consumed so far (for error messages, as torch reports). */
+static int apply_index(mp_tensor **cur, int *dim, int *orig, PyObject *item,
+                       int remaining_after)
 {
     mp_tensor *next = NULL;
     mp_status st;
@@ -239,6 +241,7 @@ static int apply_index(mp_tensor **cur, int *dim, PyObject *item, int remaining_
         st = mp_view_unsqueeze(*cur, *dim, &next);
         *dim += 1;
     } else if (item == Py_Ellipsis) {
+        *orig += (*cur)->ndim - remaining_after - *dim;
         *dim = (*cur)->ndim - remaining_after;
         return 0;
     } else if (PySlice_Check(item)) {
@@ -256,6 +259,7 @@ static int apply_index(mp_tensor **cur, int *dim, PyObject *item, int remaining_
         }
         st = mp_view_slice(*cur, *dim, start, stop, step, &next);
         *dim += 1;
+        *orig += 1;
     } else if (PyIndex_Check(item) && !PyBool_Check(item)) {
         int64_t idx;
         if (mp_parse_int64(item, "__getitem__", "index", &idx) < 0)
@@ -265,7 +269,14 @@ static int apply_index(mp_tensor **cur, int *dim, PyObject *item, int remaining_
                          (*cur)->ndim);
             return -1;
         }
+        int64_t n = (*cur)->shape[*dim];
+        if (idx < -n || idx >= n) {
+            PyErr_Format(PyExc_IndexError, "index %lld is out of bounds for dimension %d with "
+                         "size %lld", (long long)idx, *orig, (long long)n);
+            return -1;
+        }
         st = mp_view_select(*cur, *dim, idx, &next);
+        *orig += 1;
     } else {
         PyErr_Format(PyExc_IndexError, "only integers, slices (`:`), ellipsis (`...`) and None "
                      "are valid indices, got %.100s (advanced indexing is not supported)",
@@ -295,6 +306,9 @@ static mp_tensor *index_view(PyObject *self, PyObject *key)
         if (ellipses > 1)
             PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis "
                             "('...')");
+        else if (cur->ndim == 0)
+            PyErr_SetString(PyExc_IndexError, "invalid index of a 0-dim tensor. Use "
+                            "`tensor.item()` to convert a 0-dim tensor to a number");
         else
             PyErr_Format(PyExc_IndexError, "too many indices for tensor of dimension %d",
                          cur->ndim);
@@ -302,14 +316,14 @@ static mp_tensor *index_view(PyObject *self, PyObject *key)
         return NULL;
     }
     mp_tensor_incref(cur);
-    int dim = 0;
+    int dim = 0, orig = 0;
     Py_ssize_t after = consuming;   /* dims still to be consumed after the current item */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *it = PyTuple_GET_ITEM(tup, i);
         if (it != Py_Ellipsis && it != Py_None)
             after--;
         /* For an ellipsis, `after` counts the consuming items that follow it. */
-        if (apply_index(&cur, &dim, it, (int)after) < 0) {
+        if (apply_index(&cur, &dim, &orig, it, (int)after) < 0) {
             mp_tensor_decref(cur);
             Py_DECREF(tup);
             return NULL;
