@@ -57,17 +57,19 @@ def from_numpy(ndarray):
     return t
 
 
+_NUMBERS = (bool, int, float, np.number, np.bool_, Tensor, np.ndarray)
+_NOT_FOUND = object()
+
+
 def _first_bad_element(data):
-    """The first leaf of a nested sequence that is not a number (or None)."""
+    """The first leaf of a nested sequence that is not a number (or _NOT_FOUND)."""
     if isinstance(data, (list, tuple)):
         for x in data:
             bad = _first_bad_element(x)
-            if bad is not None:
+            if bad is not _NOT_FOUND:
                 return bad
-        return None
-    if isinstance(data, (bool, int, float, np.number, np.bool_, Tensor, np.ndarray)):
-        return None
-    return data
+        return _NOT_FOUND
+    return _NOT_FOUND if isinstance(data, _NUMBERS) else data
 
 
 def _ragged_message(data, dim=0):
@@ -115,7 +117,7 @@ def _as_array(data):
         return arr
     if kind == "O":
         bad = _first_bad_element(data)
-        if isinstance(bad, int):
+        if bad is _NOT_FOUND:      # only numbers: NumPy fell back to objects for huge ints
             raise OverflowError("Overflow when unpacking long: a value does not fit in int64")
         raise TypeError(f"Could not infer dtype of {type(bad).__name__}")
     name = {"U": "str", "S": "bytes", "c": "complex", "M": "datetime64",
