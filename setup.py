@@ -81,7 +81,7 @@ class BuildExt(build_ext):
             elif IS_X86_64:
                 objects += self.compiler.compile(
                     [src], output_dir=self.build_temp, include_dirs=ext.include_dirs,
-                    extra_postargs=BASE_FLAGS + flags + san)
+                    extra_postargs=BASE_FLAGS + flags + san, depends=ext.depends)
         ext.sources = plain
         nvcc = find_nvcc() if glob.glob(os.path.join("cuda", "*.cu")) else None
         if nvcc:
@@ -115,6 +115,10 @@ def sources():
 
 
 setup(
-    ext_modules=[Extension("mpamp._C", sources=sources(), include_dirs=["csrc"])],
+    ext_modules=[Extension("mpamp._C", sources=sources(), include_dirs=["csrc"],
+                           # headers: a change must rebuild every object (setuptools
+                           # otherwise only compares .c timestamps)
+                           depends=sorted(glob.glob(os.path.join("csrc", "**", "*.h"),
+                                                    recursive=True)))],
     cmdclass={"build_ext": BuildExt},
 )
