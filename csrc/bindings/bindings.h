@@ -20,12 +20,14 @@ typedef struct {
     PyObject *dtypes[MP_DTYPE_COUNT];
     PyObject *size_class;       /* mpamp.Size (a tuple subclass), or tuple before import */
     PyObject *cpu_device;       /* mpamp.device('cpu') */
+    PyTypeObject *node_type;    /* _C.Node (grad_fn objects) */
 } mp_state;
 
 typedef struct {
     PyObject_HEAD
     mp_tensor *t;
     PyObject *weakreflist;
+    PyObject *grad_obj;         /* wrapper last returned for t->grad (keeps .grad's identity) */
 } MPTensor;
 
 extern PyModuleDef mp_module_def;
@@ -42,6 +44,11 @@ int mp_dtype_type_init(PyObject *module, mp_state *s);
 /* Accepts dtype objects and the strings "fp32", "float32", "fp16", "float16", "half",
  * "bf16", "bfloat16"; Py_None gives `dflt`. Returns -1 with ValueError/TypeError. */
 int mp_parse_dtype(mp_state *s, PyObject *obj, mp_dtype dflt, mp_dtype *out);
+
+/* node_type.c */
+struct mp_node;
+int mp_node_type_init(PyObject *module, mp_state *s);
+PyObject *mp_wrap_node(mp_state *s, struct mp_node *n);   /* None for NULL */
 
 /* tensor_type.c */
 int mp_tensor_type_init(PyObject *module, mp_state *s);
@@ -66,6 +73,13 @@ extern PyMethodDef mp_factory_functions[];
 extern PyMethodDef mp_misc_functions[];
 extern PyMethodDef mp_buffer_functions[];
 extern PyMethodDef mp_dlpack_functions[];
+extern PyMethodDef mp_autograd_functions[];
+extern PyMethodDef mp_ops_functions[];
+extern PyMethodDef mp_tensor_ops_methods[];
+extern PyType_Slot mp_tensor_number_slots[];
+/* ops_bind.c: a tensor for a Python operand (tensor, or number -> wrapped scalar *owned);
+ * 0 ok, 1 not an operand (no exception), -1 error */
+int mp_operand(mp_state *s, PyObject *obj, mp_tensor **t, mp_tensor **owned);
 extern PyMethodDef mp_tensor_view_methods[];
 extern PyMethodDef mp_tensor_interop_methods[];
 

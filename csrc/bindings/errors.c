@@ -20,6 +20,8 @@ static PyObject *exception_for(mp_status st)
 
 PyObject *mp_raise(mp_status st)
 {
+    if (PyErr_Occurred())
+        return NULL;       /* a Python exception (e.g. from a user Function) wins */
     if (st == MP_OK) {
         PyErr_SetString(PyExc_SystemError, "mpamp: mp_raise called without an error");
         return NULL;

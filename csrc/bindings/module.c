@@ -2,16 +2,23 @@
  * function table joined from the other binding files. */
 #include "bindings.h"
 
-static PyMethodDef module_functions[64];
+static PyMethodDef module_functions[160];
 
+/* Returns -1 (with an exception) when the table is too small. */
 static int join_functions(void)
 {
     PyMethodDef *const tables[] = {mp_factory_functions, mp_misc_functions,
-                                   mp_buffer_functions, mp_dlpack_functions};
+                                   mp_buffer_functions, mp_dlpack_functions,
+                                   mp_autograd_functions, mp_ops_functions};
     size_t n = 0, cap = sizeof module_functions / sizeof module_functions[0] - 1;
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-        for (PyMethodDef *d = tables[i]; d->ml_name && n < cap; d++)
+        for (PyMethodDef *d = tables[i]; d->ml_name; d++) {
+            if (n == cap) {
+                PyErr_SetString(PyExc_SystemError, "mpamp: module function table is full");
+                return -1;
+            }
             module_functions[n++] = *d;
+        }
     module_functions[n] = (PyMethodDef){NULL, NULL, 0, NULL};
     return 0;
 }
@@ -19,7 +26,8 @@ static int join_functions(void)
 static int module_exec(PyObject *m)
 {
     mp_state *s = mp_state_of_module(m);
-    if (mp_dtype_type_init(m, s) < 0 || mp_tensor_type_init(m, s) < 0)
+    if (mp_dtype_type_init(m, s) < 0 || mp_tensor_type_init(m, s) < 0 ||
+        mp_node_type_init(m, s) < 0)
         return -1;
     return PyModule_AddIntConstant(m, "_MAX_DIMS", MP_MAX_DIMS);
 }
@@ -34,6 +42,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
         Py_VISIT(s->dtypes[i]);
     Py_VISIT(s->size_class);
     Py_VISIT(s->cpu_device);
+    Py_VISIT(s->node_type);
     return 0;
 }
 
@@ -47,6 +56,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(s->dtype_type);
     Py_CLEAR(s->size_class);
     Py_CLEAR(s->cpu_device);
+    Py_CLEAR(s->node_type);
     return 0;
 }
 
@@ -74,6 +84,7 @@ PyModuleDef mp_module_def = {
 
 PyMODINIT_FUNC PyInit__C(void)
 {
-    join_functions();
+    if (join_functions() < 0)
+        return NULL;
     return PyModuleDef_Init(&mp_module_def);
 }

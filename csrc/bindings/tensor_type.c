@@ -4,8 +4,10 @@
 #include "bindings.h"
 
 #include <stddef.h>
+#include <string.h>
 #include <structmember.h>
 
+#include "../core/ops.h"
 #include "../core/view.h"
 
 mp_state *mp_state_of_type(PyTypeObject *tp)
@@ -38,12 +40,27 @@ int mp_is_tensor(mp_state *s, PyObject *obj)
     return PyObject_TypeCheck(obj, s->tensor_base);
 }
 
+static int tensor_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(((MPTensor *)self)->grad_obj);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int tensor_clear(PyObject *self)
+{
+    Py_CLEAR(((MPTensor *)self)->grad_obj);
+    return 0;
+}
+
 static void tensor_dealloc(PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     MPTensor *o = (MPTensor *)self;
+    PyObject_GC_UnTrack(self);
     if (o->weakreflist)
         PyObject_ClearWeakRefs(self);
+    Py_CLEAR(o->grad_obj);
     mp_tensor_decref(o->t);
     o->t = NULL;
     tp->tp_free(self);
@@ -137,8 +154,80 @@ static int set_requires_grad(PyObject *self, PyObject *value, void *c)
                         "gradients");
         return -1;
     }
+    if (MP_T(self)->grad_fn) {
+        if (flag)
+            return 0;
+        PyErr_SetString(PyExc_RuntimeError, "you can only change requires_grad flags of leaf "
+                        "variables. If you want to use a computed variable in a subgraph that "
+                        "doesn't require differentiation use var_no_grad = var.detach().");
+        return -1;
+    }
     MP_T(self)->requires_grad = flag;
     return 0;
+}
+
+static PyObject *get_grad(PyObject *self, void *c)
+{
+    (void)c;
+    MPTensor *o = (MPTensor *)self;
+    mp_tensor *g = o->t->grad;
+    if (!g) {
+        Py_CLEAR(o->grad_obj);
+        Py_RETURN_NONE;
+    }
+    if (!o->grad_obj || MP_T(o->grad_obj) != g) {
+        mp_tensor_incref(g);
+        PyObject *w = mp_wrap(mp_state_of_type(Py_TYPE(self)), g);
+        if (!w)
+            return NULL;
+        Py_XSETREF(o->grad_obj, w);
+    }
+    return Py_NewRef(o->grad_obj);
+}
+
+static int set_grad(PyObject *self, PyObject *value, void *c)
+{
+    (void)c;
+    MPTensor *o = (MPTensor *)self;
+    mp_state *s = mp_state_of_type(Py_TYPE(self));
+    if (value && value != Py_None) {
+        if (!mp_is_tensor(s, value)) {
+            PyErr_Format(PyExc_TypeError, "assigned grad expected to be a Tensor or None but "
+                         "got grad of type %.100s", Py_TYPE(value)->tp_name);
+            return -1;
+        }
+        mp_tensor *g = MP_T(value), *t = o->t;
+        if (g->ndim != t->ndim || memcmp(g->shape, t->shape, sizeof(int64_t) *
+                                         (size_t)t->ndim) != 0) {
+            PyErr_SetString(PyExc_RuntimeError, "assigned grad has data of a different size");
+            return -1;
+        }
+        if (g->dtype != t->dtype) {
+            PyErr_SetString(PyExc_RuntimeError, "assigned grad has data of a different type");
+            return -1;
+        }
+        mp_tensor_incref(g);
+        mp_tensor_decref(t->grad);
+        t->grad = g;
+        Py_XSETREF(o->grad_obj, Py_NewRef(value));
+        return 0;
+    }
+    mp_tensor_decref(o->t->grad);
+    o->t->grad = NULL;
+    Py_CLEAR(o->grad_obj);
+    return 0;
+}
+
+static PyObject *get_grad_fn(PyObject *self, void *c)
+{
+    (void)c;
+    return mp_wrap_node(mp_state_of_type(Py_TYPE(self)), MP_T(self)->grad_fn);
+}
+
+static PyObject *get_is_leaf(PyObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(MP_T(self)->grad_fn == NULL);
 }
 
 static PyObject *get_itemsize(PyObject *self, void *c)
@@ -162,6 +251,9 @@ static PyGetSetDef tensor_getset[] = {
     {"is_cuda", get_is_cuda, NULL, "True when the data is on a CUDA device", NULL},
     {"requires_grad", get_requires_grad, set_requires_grad, "Whether autograd records ops",
      NULL},
+    {"grad", get_grad, set_grad, "Accumulated gradient (leaves), or None", NULL},
+    {"grad_fn", get_grad_fn, NULL, "The node that produced this tensor, or None", NULL},
+    {"is_leaf", get_is_leaf, NULL, "True unless produced by a recorded op", NULL},
     {"itemsize", get_itemsize, NULL, "Bytes per element", NULL},
     {"nbytes", get_nbytes, NULL, "Bytes of the elements viewed", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -315,9 +407,14 @@ static PyObject *cast_to(PyObject *self, mp_dtype dtype, int copy)
     if (t->dtype == dtype && !copy)
         return Py_NewRef(self);
     mp_state *s = mp_state_of_type(Py_TYPE(self));
-    mp_status st = mp_tensor_empty(t->shape, t->ndim, dtype, t->storage->device, &out);
-    if (st == MP_OK && (st = mp_copy_maybe_nogil(out, t)) != MP_OK)
-        mp_tensor_decref(out);
+    mp_status st;
+    if (mp_tensor_numel(t) >= MP_NOGIL_NUMEL) {
+        Py_BEGIN_ALLOW_THREADS
+        st = mp_op_to_dtype(t, dtype, copy, &out);
+        Py_END_ALLOW_THREADS
+    } else {
+        st = mp_op_to_dtype(t, dtype, copy, &out);
+    }
     if (st != MP_OK)
         return mp_raise(st);
     return mp_wrap(s, out);
@@ -407,8 +504,10 @@ static PyMemberDef tensor_members[] = {
 /* This file's methods plus those of tensor_views.c and interop_*.c, joined at init. */
 static PyMethodDef tensor_methods[160];
 
-static PyType_Slot tensor_slots[] = {
+static PyType_Slot tensor_base_slots[] = {
     {Py_tp_dealloc, tensor_dealloc},
+    {Py_tp_traverse, tensor_traverse},
+    {Py_tp_clear, tensor_clear},
     {Py_tp_new, tensor_new},
     {Py_tp_getset, tensor_getset},
     {Py_tp_methods, tensor_methods},
@@ -426,9 +525,29 @@ static PyType_Slot tensor_slots[] = {
 static PyType_Spec tensor_spec = {
     .name = "mpamp._C.TensorBase",
     .basicsize = sizeof(MPTensor),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .slots = tensor_slots,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = NULL,          /* tensor_base_slots + mp_tensor_number_slots, joined at init */
 };
+
+static PyType_Slot tensor_slots[64];
+
+static int join_slots(void)
+{
+    size_t n = 0, cap = sizeof tensor_slots / sizeof tensor_slots[0] - 1;
+    PyType_Slot *const tables[] = {tensor_base_slots, mp_tensor_number_slots};
+    for (size_t i = 0; i < 2; i++) {
+        for (PyType_Slot *sl = tables[i]; sl->slot; sl++) {
+            if (n == cap) {
+                PyErr_SetString(PyExc_SystemError, "mpamp: tensor slot table is full");
+                return -1;
+            }
+            tensor_slots[n++] = *sl;
+        }
+    }
+    tensor_slots[n] = (PyType_Slot){0, NULL};
+    tensor_spec.slots = tensor_slots;
+    return 0;
+}
 
 static int join_methods(PyMethodDef *const *tables, size_t ntables)
 {
@@ -449,8 +568,8 @@ static int join_methods(PyMethodDef *const *tables, size_t ntables)
 int mp_tensor_type_init(PyObject *module, mp_state *s)
 {
     PyMethodDef *const tables[] = {tensor_core_methods, mp_tensor_view_methods,
-                                   mp_tensor_interop_methods};
-    if (join_methods(tables, sizeof tables / sizeof tables[0]) < 0)
+                                   mp_tensor_interop_methods, mp_tensor_ops_methods};
+    if (join_methods(tables, sizeof tables / sizeof tables[0]) < 0 || join_slots() < 0)
         return -1;
     PyObject *tp = PyType_FromModuleAndSpec(module, &tensor_spec, NULL);
     if (!tp)

@@ -3,6 +3,7 @@
  * in-place writers copy_, fill_, zero_. Validation and the view math are in core/view.c. */
 #include "bindings.h"
 
+#include "../core/ops.h"
 #include "../core/view.h"
 
 #define STATE(self) mp_state_of_type(Py_TYPE(self))
@@ -16,6 +17,17 @@ static PyObject *finish(PyObject *self, mp_status st, mp_tensor **out)
     return mp_wrap(STATE(self), *out);
 }
 
+/* finish() for views: records the autograd node of a view of self. */
+static PyObject *finish_view(PyObject *self, mp_status st, mp_tensor **out, mp_view_op kind,
+                             const int64_t *args, int nargs)
+{
+    if (st == MP_OK && (st = mp_record_view(kind, MP_T(self), *out, args, nargs)) != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return finish(self, st, out);
+}
+
 static PyObject *m_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t shape[MP_MAX_DIMS];
@@ -27,7 +39,8 @@ static PyObject *m_view(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (mp_parse_shape(args, nargs, "view", shape, &ndim) < 0)
         return NULL;
-    return finish(self, mp_view_reshape(MP_T(self), shape, ndim, 1, &out), &out);
+    return finish_view(self, mp_view_reshape(MP_T(self), shape, ndim, 1, &out), &out,
+                       MP_VIEWOP_RESHAPE, NULL, 0);
 }
 
 static PyObject *m_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -41,7 +54,7 @@ static PyObject *m_reshape(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_BEGIN_ALLOW_THREADS   /* may copy a large non-contiguous tensor */
     st = mp_view_reshape(MP_T(self), shape, ndim, 0, &out);
     Py_END_ALLOW_THREADS
-    return finish(self, st, &out);
+    return finish_view(self, st, &out, MP_VIEWOP_RESHAPE, NULL, 0);
 }
 
 static PyObject *m_permute(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -51,7 +64,10 @@ static PyObject *m_permute(PyObject *self, PyObject *const *args, Py_ssize_t nar
     mp_tensor *out = NULL;
     if (mp_parse_shape(args, nargs, "permute", dims, &ndim) < 0)
         return NULL;
-    return finish(self, mp_view_permute(MP_T(self), dims, ndim, &out), &out);
+    mp_status st = mp_view_permute(MP_T(self), dims, ndim, &out);
+    for (int i = 0; st == MP_OK && i < ndim; i++)
+        dims[i] = dims[i] < 0 ? dims[i] + ndim : dims[i];   /* validated by the view */
+    return finish_view(self, st, &out, MP_VIEWOP_PERMUTE, dims, ndim);
 }
 
 static int two_ints(PyObject *const *args, Py_ssize_t nargs, const char *fname, int64_t *a,
@@ -67,13 +83,32 @@ static int two_ints(PyObject *const *args, Py_ssize_t nargs, const char *fname, 
     return mp_parse_int64(args[1], fname, "dim1", b);
 }
 
+/* transpose as a recorded permutation */
+static PyObject *transpose_view(PyObject *self, int64_t a, int64_t b)
+{
+    mp_tensor *t = MP_T(self), *out = NULL;
+    int64_t perm[MP_MAX_DIMS];
+    int da = 0, db = 0;
+    mp_status st = mp_wrap_dim(a, t->ndim, &da);
+    if (st == MP_OK)
+        st = mp_wrap_dim(b, t->ndim, &db);
+    if (st != MP_OK)
+        return mp_raise(st);
+    if (t->ndim == 0)
+        return Py_NewRef(self);
+    for (int i = 0; i < t->ndim; i++)
+        perm[i] = i == da ? db : i == db ? da : i;
+    st = mp_view_permute(t, perm, t->ndim, &out);
+    return finish_view(self, st, &out, MP_VIEWOP_PERMUTE, perm, t->ndim);
+}
+
 static PyObject *m_transpose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t a, b;
     mp_tensor *out = NULL;
     if (two_ints(args, nargs, "transpose", &a, &b) < 0)
         return NULL;
-    return finish(self, mp_view_transpose(MP_T(self), a, b, &out), &out);
+    return transpose_view(self, a, b);
 }
 
 static PyObject *m_t(PyObject *self, PyObject *unused)
@@ -85,9 +120,10 @@ static PyObject *m_t(PyObject *self, PyObject *unused)
                      "is %dD", t->ndim);
         return NULL;
     }
+    (void)out;
     if (t->ndim < 2)
         return Py_NewRef(self);
-    return finish(self, mp_view_transpose(t, 0, 1, &out), &out);
+    return transpose_view(self, 0, 1);
 }
 
 static PyObject *m_unsqueeze(PyObject *self, PyObject *arg)
@@ -96,7 +132,8 @@ static PyObject *m_unsqueeze(PyObject *self, PyObject *arg)
     mp_tensor *out = NULL;
     if (mp_parse_int64(arg, "unsqueeze", "dim", &d) < 0)
         return NULL;
-    return finish(self, mp_view_unsqueeze(MP_T(self), d, &out), &out);
+    return finish_view(self, mp_view_unsqueeze(MP_T(self), d, &out), &out,
+                       MP_VIEWOP_UNSQUEEZE, NULL, 0);
 }
 
 static PyObject *m_squeeze(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -106,7 +143,8 @@ static PyObject *m_squeeze(PyObject *self, PyObject *const *args, Py_ssize_t nar
     int all = nargs == 0 || args[0] == Py_None;
     if (!all && mp_parse_int64(args[0], "squeeze", "dim", &d) < 0)
         return NULL;
-    return finish(self, mp_view_squeeze(MP_T(self), d, all, &out), &out);
+    return finish_view(self, mp_view_squeeze(MP_T(self), d, all, &out), &out,
+                       MP_VIEWOP_SQUEEZE, NULL, 0);
 }
 
 static PyObject *m_flatten(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -130,7 +168,8 @@ static PyObject *m_flatten(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     if (t->ndim == 0) {
         shape[0] = 1;
-        return finish(self, mp_view_reshape(t, shape, 1, 0, &out), &out);
+        return finish_view(self, mp_view_reshape(t, shape, 1, 0, &out), &out,
+                           MP_VIEWOP_RESHAPE, NULL, 0);
     }
     for (int i = 0; i < t->ndim; i++) {
         if (i > start && i <= end)
@@ -138,7 +177,8 @@ static PyObject *m_flatten(PyObject *self, PyObject *const *args, Py_ssize_t nar
         else
             shape[n++] = t->shape[i];
     }
-    return finish(self, mp_view_reshape(t, shape, n, 0, &out), &out);
+    return finish_view(self, mp_view_reshape(t, shape, n, 0, &out), &out,
+                       MP_VIEWOP_RESHAPE, NULL, 0);
 }
 
 static PyObject *m_expand(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -148,7 +188,8 @@ static PyObject *m_expand(PyObject *self, PyObject *const *args, Py_ssize_t narg
     mp_tensor *out = NULL;
     if (mp_parse_shape(args, nargs, "expand", shape, &ndim) < 0)
         return NULL;
-    return finish(self, mp_view_expand(MP_T(self), shape, ndim, &out), &out);
+    return finish_view(self, mp_view_expand(MP_T(self), shape, ndim, &out), &out,
+                       MP_VIEWOP_EXPAND, NULL, 0);
 }
 
 static PyObject *m_expand_as(PyObject *self, PyObject *other)
@@ -159,7 +200,8 @@ static PyObject *m_expand_as(PyObject *self, PyObject *other)
         return NULL;
     }
     mp_tensor *o = MP_T(other);
-    return finish(self, mp_view_expand(MP_T(self), o->shape, o->ndim, &out), &out);
+    return finish_view(self, mp_view_expand(MP_T(self), o->shape, o->ndim, &out), &out,
+                       MP_VIEWOP_EXPAND, NULL, 0);
 }
 
 static PyObject *m_detach(PyObject *self, PyObject *unused)
@@ -174,7 +216,10 @@ static PyObject *m_detach(PyObject *self, PyObject *unused)
 static mp_status copy_broadcast(mp_tensor *dst, mp_tensor *src)
 {
     mp_tensor *expanded;
-    mp_status st = mp_view_expand(src, dst->shape, dst->ndim, &expanded);
+    mp_status st = mp_check_inplace(dst, "copy_");
+    if (st != MP_OK)
+        return st;
+    st = mp_view_expand(src, dst->shape, dst->ndim, &expanded);
     if (st != MP_OK)
         return st;
     st = mp_copy_maybe_nogil(dst, expanded);
@@ -197,7 +242,9 @@ static int fill_with(mp_tensor *t, PyObject *value, const char *fname)
     mp_scalar v;
     if (mp_parse_scalar(value, fname, &v) < 0)
         return -1;
-    mp_status st;
+    mp_status st = mp_check_inplace(t, fname);
+    if (st != MP_OK)
+        return mp_raise_int(st);
     Py_BEGIN_ALLOW_THREADS
     st = mp_tensor_fill_(t, v);
     Py_END_ALLOW_THREADS
@@ -237,6 +284,9 @@ static int apply_index(mp_tensor **cur, int *dim, int *orig, PyObject *item,
 {
     mp_tensor *next = NULL;
     mp_status st;
+    mp_view_op kind = MP_VIEWOP_UNSQUEEZE;
+    int64_t rec[4] = {*dim, 0, 0, 0};
+    int nrec = 0;
     if (item == Py_None) {
         st = mp_view_unsqueeze(*cur, *dim, &next);
         *dim += 1;
@@ -258,6 +308,8 @@ static int apply_index(mp_tensor **cur, int *dim, int *orig, PyObject *item,
             return -1;
         }
         st = mp_view_slice(*cur, *dim, start, stop, step, &next);
+        kind = MP_VIEWOP_SLICE;
+        rec[1] = start, rec[2] = stop, rec[3] = step, nrec = 4;
         *dim += 1;
         *orig += 1;
     } else if (PyIndex_Check(item) && !PyBool_Check(item)) {
@@ -276,6 +328,8 @@ static int apply_index(mp_tensor **cur, int *dim, int *orig, PyObject *item,
             return -1;
         }
         st = mp_view_select(*cur, *dim, idx, &next);
+        kind = MP_VIEWOP_SELECT;
+        rec[1] = idx, nrec = 2;
         *orig += 1;
     } else {
         PyErr_Format(PyExc_IndexError, "only integers, slices (`:`), ellipsis (`...`) and None "
@@ -283,6 +337,8 @@ static int apply_index(mp_tensor **cur, int *dim, int *orig, PyObject *item,
                      Py_TYPE(item)->tp_name);
         return -1;
     }
+    if (st == MP_OK && (st = mp_record_view(kind, *cur, next, rec, nrec)) != MP_OK)
+        mp_tensor_decref(next);
     if (st != MP_OK)
         return mp_raise_int(st);
     mp_tensor_decref(*cur);

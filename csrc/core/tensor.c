@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "alloc.h"
+#include "autograd.h"
 
 mp_status mp_storage_new(size_t nbytes, mp_device device, mp_storage **out)
 {
@@ -146,6 +147,8 @@ void mp_tensor_decref(mp_tensor *t)
 {
     if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    mp_node_decref(t->grad_fn);
+    mp_tensor_decref(t->grad);
     mp_storage_decref(t->storage);
     free(t);
 }

@@ -18,6 +18,8 @@ typedef struct mp_storage {
     void *release_ctx;
 } mp_storage;
 
+struct mp_node;
+
 typedef struct mp_tensor {
     int64_t refcount;
     mp_dtype dtype;
@@ -26,7 +28,13 @@ typedef struct mp_tensor {
     int64_t strides[MP_MAX_DIMS];
     int64_t offset;
     mp_storage *storage;
+    /* autograd (autograd.c): a leaf has grad_fn == NULL */
     int requires_grad;
+    int output_nr;                  /* which output of grad_fn this tensor is */
+    struct mp_node *grad_fn;        /* owned reference */
+    struct mp_node *grad_accumulator; /* not owned: cleared when that node dies */
+    struct mp_tensor *grad;         /* owned; leaves only */
+    int wrapped_number;             /* a Python scalar: lowest priority in type promotion */
 } mp_tensor;
 
 /* Storage */

@@ -1,0 +1,271 @@
+/* elementwise.c - the chunked fp32 map loop, dtype promotion and broadcasting (see
+ * elementwise.h). Contiguous float32 operands are used in place; fp16/bf16 chunks go
+ * through the vector conversion kernels; other layouts are gathered element by element. */
+#include "elementwise.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../cpu/dispatch.h"
+#include "copy.h"
+#include "iter.h"
+#include "reduce.h"
+#include "view.h"
+
+/* Loads n elements (stride in elements) of dtype dt at p into buf as fp32; returns a
+ * pointer to the fp32 data (p itself for contiguous float32). */
+static const float *load_f32(const char *p, int64_t stride, mp_dtype dt, int64_t n, float *buf,
+                             const mp_cpu_kernels *k)
+{
+    if (stride == 1) {
+        switch (dt) {
+        case MP_DTYPE_FLOAT32: return (const float *)p;
+        case MP_DTYPE_FLOAT16: k->f16_to_f32((const mp_half *)p, buf, (size_t)n); return buf;
+        case MP_DTYPE_BFLOAT16: k->bf16_to_f32((const mp_bf16 *)p, buf, (size_t)n); return buf;
+        default: break;
+        }
+    }
+    size_t sz = mp_dtype_size(dt);
+    int64_t step = stride * (int64_t)sz;
+    for (int64_t i = 0; i < n; i++)
+        buf[i] = (float)mp_load_f64(dt, p + i * step);
+    return buf;
+}
+
+static void store_f32(char *p, int64_t stride, mp_dtype dt, const float *src, int64_t n,
+                      const mp_cpu_kernels *k)
+{
+    if (stride == 1) {
+        switch (dt) {
+        case MP_DTYPE_FLOAT32:
+            if ((const float *)p != src)
+                memcpy(p, src, (size_t)n * sizeof(float));
+            return;
+        case MP_DTYPE_FLOAT16: k->f32_to_f16(src, (mp_half *)p, (size_t)n); return;
+        case MP_DTYPE_BFLOAT16: k->f32_to_bf16(src, (mp_bf16 *)p, (size_t)n); return;
+        default: break;
+        }
+    }
+    size_t sz = mp_dtype_size(dt);
+    int64_t step = stride * (int64_t)sz;
+    for (int64_t i = 0; i < n; i++) {
+        mp_scalar v = {src[i], 0, 0};   /* ints truncate, NaN -> INT64_MIN (copy.c) */
+        mp_store_scalar(dt, p + i * step, v);
+    }
+}
+
+typedef struct {
+    int n_in;
+    mp_dtype out_dt, in_dt[MP_MAP_MAX_IN];
+    mp_map_fn fn;
+    const double *args;
+    const mp_cpu_kernels *k;
+} map_ctx;
+
+static void map_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
+{
+    const map_ctx *c = vctx;
+    float inbuf[MP_MAP_MAX_IN][MP_MAP_CHUNK], outbuf[MP_MAP_CHUNK];
+    const float *in[MP_MAP_MAX_IN];
+    size_t osz = mp_dtype_size(c->out_dt);
+    for (int64_t i0 = 0; i0 < n; i0 += MP_MAP_CHUNK) {
+        int64_t m = n - i0 < MP_MAP_CHUNK ? n - i0 : MP_MAP_CHUNK;
+        for (int k = 0; k < c->n_in; k++) {
+            size_t isz = mp_dtype_size(c->in_dt[k]);
+            in[k] = load_f32(ptrs[k + 1] + i0 * strides[k + 1] * (int64_t)isz, strides[k + 1],
+                             c->in_dt[k], m, inbuf[k], c->k);
+        }
+        char *op = ptrs[0] + i0 * strides[0] * (int64_t)osz;
+        int direct = strides[0] == 1 && c->out_dt == MP_DTYPE_FLOAT32;
+        float *dst = direct ? (float *)op : outbuf;
+        c->fn(in, dst, m, c->args);
+        if (!direct)
+            store_f32(op, strides[0], c->out_dt, dst, m, c->k);
+    }
+}
+
+mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
+                 const double *args)
+{
+    mp_tensor *ops[1 + MP_MAP_MAX_IN];
+    map_ctx c = {n_in, out->dtype, {MP_DTYPE_FLOAT32}, fn, args, mp_cpu()};
+    ops[0] = out;
+    for (int k = 0; k < n_in; k++) {
+        ops[k + 1] = ins[k];
+        c.in_dt[k] = ins[k]->dtype;
+    }
+    mp_iter it;
+    mp_iter_init(&it, ops, n_in + 1);
+    mp_iter_run(&it, map_run, &c);
+    return MP_OK;
+}
+
+typedef struct {
+    int n_in;
+    mp_dtype out_dt, in_dt[MP_MAP_MAX_IN];
+    mp_map_f64_fn fn;
+    const double *args;
+} map64_ctx;
+
+static void map64_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
+{
+    const map64_ctx *c = vctx;
+    double inbuf[MP_MAP_MAX_IN][MP_MAP_CHUNK], outbuf[MP_MAP_CHUNK];
+    const double *in[MP_MAP_MAX_IN];
+    for (int64_t i0 = 0; i0 < n; i0 += MP_MAP_CHUNK) {
+        int64_t m = n - i0 < MP_MAP_CHUNK ? n - i0 : MP_MAP_CHUNK;
+        for (int k = 0; k < c->n_in; k++) {
+            int64_t step = strides[k + 1] * (int64_t)mp_dtype_size(c->in_dt[k]);
+            const char *p = ptrs[k + 1] + i0 * step;
+            for (int64_t i = 0; i < m; i++)
+                inbuf[k][i] = mp_load_f64(c->in_dt[k], p + i * step);
+            in[k] = inbuf[k];
+        }
+        c->fn(in, outbuf, m, c->args);
+        int64_t step = strides[0] * (int64_t)mp_dtype_size(c->out_dt);
+        char *p = ptrs[0] + i0 * step;
+        for (int64_t i = 0; i < m; i++) {
+            double v = outbuf[i];
+            mp_scalar s = {v, 0, 0};    /* int64: truncation, NaN-safe (copy.c) */
+            mp_store_scalar(c->out_dt, p + i * step, s);
+        }
+    }
+}
+
+mp_status mp_map_f64(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_f64_fn fn,
+                     const double *args)
+{
+    mp_tensor *ops[1 + MP_MAP_MAX_IN];
+    map64_ctx c = {n_in, out->dtype, {MP_DTYPE_FLOAT32}, fn, args};
+    ops[0] = out;
+    for (int k = 0; k < n_in; k++) {
+        ops[k + 1] = ins[k];
+        c.in_dt[k] = ins[k]->dtype;
+    }
+    mp_iter it;
+    mp_iter_init(&it, ops, n_in + 1);
+    mp_iter_run(&it, map64_run, &c);
+    return MP_OK;
+}
+
+/* ---- promotion ---- */
+
+static int kind_of(mp_dtype d)
+{
+    return d == MP_DTYPE_BOOL ? 0 : d == MP_DTYPE_INT64 ? 1 : 2;
+}
+
+mp_dtype mp_promote_types(mp_dtype a, mp_dtype b)
+{
+    if (a == b)
+        return a;
+    int ka = kind_of(a), kb = kind_of(b);
+    if (ka != kb)
+        return ka > kb ? a : b;
+    /* same kind, different dtypes: only floats reach here (fp16 / bf16 / fp32) */
+    return MP_DTYPE_FLOAT32;
+}
+
+mp_dtype mp_result_type(mp_tensor *const *ts, int n)
+{
+    /* priority 0: dimensioned tensors, 1: 0-d tensors, 2: wrapped numbers */
+    int have[3] = {0, 0, 0};
+    mp_dtype res[3] = {MP_DTYPE_BOOL, MP_DTYPE_BOOL, MP_DTYPE_BOOL};
+    for (int i = 0; i < n; i++) {
+        int p = ts[i]->wrapped_number ? 2 : ts[i]->ndim == 0 ? 1 : 0;
+        res[p] = have[p] ? mp_promote_types(res[p], ts[i]->dtype) : ts[i]->dtype;
+        have[p] = 1;
+    }
+    mp_dtype out = MP_DTYPE_BOOL;
+    int started = 0;
+    for (int p = 0; p < 3; p++) {
+        if (!have[p])
+            continue;
+        if (!started) {
+            out = res[p];
+            started = 1;
+        } else if (kind_of(res[p]) > kind_of(out)) {
+            /* a lower-priority operand only matters when it is of a higher kind; a wrapped
+             * float then gives the default float32 (or the 0-d tensor's float dtype) */
+            out = p == 2 && kind_of(res[p]) == 2 ? MP_DTYPE_FLOAT32 : res[p];
+        }
+    }
+    return out;
+}
+
+/* ---- broadcasting ---- */
+
+void mp_decref_all(mp_tensor **ts, int n)
+{
+    for (int i = 0; i < n; i++) {
+        mp_tensor_decref(ts[i]);
+        ts[i] = NULL;
+    }
+}
+
+mp_status mp_broadcast_all(mp_tensor *const *ins, int n, int64_t *shape, int *ndim,
+                           mp_tensor **expanded, const char *op_name)
+{
+    int nd = ins[0]->ndim;
+    memcpy(shape, ins[0]->shape, sizeof(int64_t) * (size_t)nd);
+    for (int i = 1; i < n; i++) {
+        int64_t tmp[MP_MAX_DIMS];
+        mp_status st = mp_broadcast_shapes(shape, nd, ins[i]->shape, ins[i]->ndim, tmp, &nd);
+        if (st != MP_OK) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", mp_error_message());
+            return mp_error(st, "%s: %s", op_name, msg);
+        }
+        memcpy(shape, tmp, sizeof(int64_t) * (size_t)nd);
+    }
+    *ndim = nd;
+    for (int i = 0; i < n; i++) {
+        mp_status st = mp_view_expand(ins[i], shape, nd, &expanded[i]);
+        if (st != MP_OK) {
+            mp_decref_all(expanded, i);
+            return st;
+        }
+    }
+    return MP_OK;
+}
+
+mp_status mp_tensor_full(const int64_t *shape, int ndim, mp_dtype dt, double v, mp_tensor **out)
+{
+    mp_status st = mp_tensor_empty(shape, ndim, dt, MP_DEVICE_CPU, out);
+    if (st != MP_OK)
+        return st;
+    int is_int = dt == MP_DTYPE_INT64 || dt == MP_DTYPE_BOOL;
+    mp_scalar s = {v, is_int ? (int64_t)v : 0, is_int};
+    return mp_tensor_fill_(*out, s);
+}
+
+mp_status mp_scalar_tensor(double v, mp_dtype dt, mp_tensor **out)
+{
+    mp_status st = mp_tensor_full(NULL, 0, dt, v, out);
+    if (st == MP_OK)
+        (*out)->wrapped_number = 1;
+    return st;
+}
+
+mp_status mp_sum_to_shape(mp_tensor *g, const int64_t *shape, int ndim, mp_tensor **out)
+{
+    uint32_t mask = 0;
+    int lead = g->ndim - ndim;
+    for (int d = 0; d < g->ndim; d++) {
+        int j = d - lead;
+        if (j < 0 || (shape[j] == 1 && g->shape[d] != 1))
+            mask |= 1u << d;
+    }
+    if (!mask) {
+        mp_tensor_incref(g);
+        *out = g;
+        return MP_OK;
+    }
+    mp_tensor *s;
+    mp_status st = mp_reduce_sum(g, mask, 1, g->dtype, &s);
+    if (st != MP_OK)
+        return st;
+    st = mp_view_reshape(s, shape, ndim, 0, out);
+    mp_tensor_decref(s);
+    return st;
+}

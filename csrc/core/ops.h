@@ -1,0 +1,95 @@
+/* ops.h - every differentiable op of the core: one entry point per op. Each entry checks
+ * shapes and dtypes (errors name the op and both shapes), promotes dtypes as torch does,
+ * allocates the output, runs the kernel and records an autograd node when an input requires
+ * grad. Math is fp32 inside kernels whatever the storage dtype. Implementations live in
+ * ops_<group>.c beside this file; the autocast policy of each op is in op_table.c. */
+#ifndef MP_OPS_H
+#define MP_OPS_H
+
+#include "autograd.h"
+
+/* ---- binary pointwise (ops_binary.c); b may be a wrapped-number 0-d tensor ---- */
+mp_status mp_op_add(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out);   /* a+alpha*b */
+mp_status mp_op_sub(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out);
+mp_status mp_op_mul(mp_tensor *a, mp_tensor *b, mp_tensor **out);
+mp_status mp_op_div(mp_tensor *a, mp_tensor *b, mp_tensor **out);
+/* In place: a = a (op) b; b broadcasts to a's shape; the result is cast to a's dtype. Errors
+ * when a requires grad and grad mode is on (see README: in-place and autograd). */
+mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha);
+enum { MP_BIN_ADD, MP_BIN_SUB, MP_BIN_MUL, MP_BIN_DIV, MP_BIN_POW };
+
+/* ---- unary pointwise (ops_unary.c) ---- */
+typedef enum {
+    MP_UN_NEG, MP_UN_RELU, MP_UN_GELU, MP_UN_GELU_TANH, MP_UN_SILU, MP_UN_SIGMOID, MP_UN_TANH,
+    MP_UN_EXP, MP_UN_LOG, MP_UN_SQRT, MP_UN_RSQRT, MP_UN_ABS, MP_UN_COUNT
+} mp_unary_op;
+mp_status mp_op_unary(mp_unary_op op, mp_tensor *a, mp_tensor **out);
+mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out);   /* either may be wrapped */
+/* has_min/has_max select the bounds, as torch.clamp(min=None, max=None) */
+mp_status mp_op_clamp(mp_tensor *a, int has_min, double min, int has_max, double max,
+                      mp_tensor **out);
+mp_status mp_op_where(mp_tensor *cond, mp_tensor *a, mp_tensor *b, mp_tensor **out);
+
+/* ---- reductions and normalisation (ops_reduce.c, ops_softmax.c, ops_norm.c) ---- */
+/* dim_mask: bit d reduces dim d (all bits of ndim for a full reduction); dtype < 0: default */
+mp_status mp_op_sum(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp_tensor **out);
+mp_status mp_op_mean(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp_tensor **out);
+/* max over one dim: values and int64 indices (first occurrence; NaN wins, as torch) */
+mp_status mp_op_max_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **values,
+                        mp_tensor **indices);
+mp_status mp_op_max_all(mp_tensor *a, mp_tensor **out);
+mp_status mp_op_argmax(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out);
+mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out);
+/* normalized_shape = the last n dims of a; weight/bias may be NULL */
+mp_status mp_op_layer_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
+                           mp_tensor *weight, mp_tensor *bias, double eps, mp_tensor **out);
+
+/* ---- losses (ops_loss.c); reduction: 0 none, 1 mean, 2 sum ---- */
+enum { MP_RED_NONE = 0, MP_RED_MEAN = 1, MP_RED_SUM = 2 };
+mp_status mp_op_mse_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out);
+mp_status mp_op_l1_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out);
+/* input (N, C) or (N, C, d1...) or (C); target int64 class indices; weight may be NULL */
+mp_status mp_op_nll_loss(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
+                         int64_t ignore_index, int reduction, mp_tensor **out);
+mp_status mp_op_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
+                              int64_t ignore_index, int reduction, double label_smoothing,
+                              mp_tensor **out);
+mp_status mp_op_bce_with_logits(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
+                                mp_tensor *pos_weight, int reduction, mp_tensor **out);
+
+/* ---- matrix products (ops_matmul.c); fp32 accumulation ---- */
+mp_status mp_op_mm(mp_tensor *a, mp_tensor *b, mp_tensor **out);
+mp_status mp_op_bmm(mp_tensor *a, mp_tensor *b, mp_tensor **out);
+mp_status mp_op_matmul(mp_tensor *a, mp_tensor *b, mp_tensor **out);
+/* beta * bias + alpha * (a @ b) */
+mp_status mp_op_addmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta, double alpha,
+                      mp_tensor **out);
+/* x @ w^T + bias (bias may be NULL) */
+mp_status mp_op_linear(mp_tensor *x, mp_tensor *w, mp_tensor *bias, mp_tensor **out);
+
+/* ---- joining, lookup, dropout (ops_shape.c) ---- */
+mp_status mp_op_cat(mp_tensor *const *ts, int n, int64_t dim, mp_tensor **out);
+mp_status mp_op_stack(mp_tensor *const *ts, int n, int64_t dim, mp_tensor **out);
+/* padding_idx < 0: none */
+mp_status mp_op_embedding(mp_tensor *weight, mp_tensor *indices, int64_t padding_idx,
+                          mp_tensor **out);
+/* seed/offset: a Philox stream (random.h); blocks_used advances the caller's generator */
+mp_status mp_op_dropout(mp_tensor *a, double p, uint64_t seed, uint64_t offset,
+                        mp_tensor **out, uint64_t *blocks_used);
+
+/* ---- autograd-aware views and casts (ops_view.c): record the node for a view or cast the
+ * bindings already made (out shares a's storage for views) ---- */
+typedef enum {
+    MP_VIEWOP_RESHAPE, MP_VIEWOP_PERMUTE, MP_VIEWOP_EXPAND, MP_VIEWOP_SLICE, MP_VIEWOP_SELECT,
+    MP_VIEWOP_UNSQUEEZE, MP_VIEWOP_SQUEEZE
+} mp_view_op;
+/* args: RESHAPE/EXPAND/UNSQUEEZE/SQUEEZE none (input shape is recorded); PERMUTE the dims;
+ * SLICE {dim, start, stop, step} (normalised); SELECT {dim, index} (normalised) */
+mp_status mp_record_view(mp_view_op kind, mp_tensor *a, mp_tensor *out, const int64_t *args,
+                         int nargs);
+/* out = a converted to dtype (a new tensor); the gradient is converted back */
+mp_status mp_op_to_dtype(mp_tensor *a, mp_dtype dtype, int copy, mp_tensor **out);
+/* Errors for in-place ops on tensors that require grad while grad mode is on. */
+mp_status mp_check_inplace(mp_tensor *a, const char *op_name);
+
+#endif

@@ -1,0 +1,245 @@
+/* ops_binary.c - add, sub, mul, div (tensor or wrapped scalar operands, broadcasting, torch's
+ * type promotion) with their backward, and the in-place forms. The pattern every pointwise op
+ * follows: promote, broadcast, map in fp32, record. */
+#include <math.h>
+#include <string.h>
+
+#include "elementwise.h"
+#include "ops.h"
+
+static void f_add(const float *const *in, float *out, int64_t n, const double *args)
+{
+    const float *a = in[0], *b = in[1];
+    float alpha = (float)args[0];
+    if (alpha == 1.0f)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = a[i] + b[i];
+    else
+        for (int64_t i = 0; i < n; i++)
+            out[i] = a[i] + alpha * b[i];
+}
+
+static void f_mul(const float *const *in, float *out, int64_t n, const double *args)
+{
+    (void)args;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[0][i] * in[1][i];
+}
+
+static void f_div(const float *const *in, float *out, int64_t n, const double *args)
+{
+    (void)args;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[0][i] / in[1][i];
+}
+
+static void d_add(const double *const *in, double *out, int64_t n, const double *args)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[0][i] + args[0] * in[1][i];
+}
+
+static void d_mul(const double *const *in, double *out, int64_t n, const double *args)
+{
+    (void)args;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = in[0][i] * in[1][i];
+}
+
+static mp_map_fn const fns[] = {f_add, f_add, f_mul, f_div};
+static mp_map_f64_fn const fns64[] = {d_add, d_add, d_mul, NULL};
+static const char *const names[] = {"add", "sub", "mul", "div"};
+static const char *const bw_names[] = {"AddBackward0", "SubBackward0", "MulBackward0",
+                                       "DivBackward0"};
+
+/* Output dtype of a binary op: torch's result type; true division of integers gives float. */
+static mp_dtype binary_dtype(int which, mp_tensor *a, mp_tensor *b)
+{
+    mp_tensor *ts[2] = {a, b};
+    mp_dtype dt = mp_result_type(ts, 2);
+    if (which == MP_BIN_DIV && !mp_dtype_is_float(dt))
+        dt = MP_DTYPE_FLOAT32;
+    if (which == MP_BIN_SUB && dt == MP_DTYPE_BOOL)
+        dt = MP_DTYPE_INT64;     /* torch refuses bool - bool; we compute it as integers */
+    return dt;
+}
+
+/* out = kernel(a, b) with broadcasting into a new tensor of dtype dt. */
+static mp_status compute(int which, mp_tensor *a, mp_tensor *b, double alpha, mp_dtype dt,
+                         mp_tensor **out)
+{
+    mp_tensor *in[2] = {a, b}, *ex[2];
+    int64_t shape[MP_MAX_DIMS];
+    int nd;
+    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, names[which]);
+    if (st != MP_OK)
+        return st;
+    st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, out);
+    double args[1] = {which == MP_BIN_SUB ? -alpha : alpha};
+    if (st == MP_OK) {
+        if (!mp_dtype_is_float(dt) && fns64[which])
+            st = mp_map_f64(*out, ex, 2, fns64[which], args);
+        else
+            st = mp_map(*out, ex, 2, fns[which], args);
+    }
+    mp_decref_all(ex, 2);
+    return st;
+}
+
+/* grad of input i from g (in the output's shape): summed over broadcast dimensions. */
+static mp_status reduce_grad(mp_node *n, int i, mp_tensor *g, mp_tensor **out)
+{
+    int nd;
+    const int64_t *shape = mp_node_in_shape(n, i, &nd);
+    return mp_sum_to_shape(g, shape, nd, out);
+}
+
+static mp_status add_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+{
+    mp_tensor *g = gout[0];
+    mp_status st = MP_OK;
+    if (n->next[0].node)
+        st = reduce_grad(n, 0, g, &gin[0]);
+    if (st == MP_OK && n->next[1].node) {
+        double alpha = n->fargs[0];
+        mp_tensor *scaled = NULL, *s = NULL;
+        if (alpha == 1.0) {
+            mp_tensor_incref(scaled = g);
+        } else if ((st = mp_scalar_tensor(alpha, MP_DTYPE_FLOAT32, &s)) == MP_OK) {
+            st = mp_op_mul(g, s, &scaled);
+        }
+        mp_tensor_decref(s);
+        if (st == MP_OK)
+            st = reduce_grad(n, 1, scaled, &gin[1]);
+        mp_tensor_decref(scaled);
+    }
+    return st;
+}
+
+static mp_status mul_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+{
+    mp_tensor *a = mp_node_saved(n, 0), *b = mp_node_saved(n, 1), *g = gout[0], *t = NULL;
+    if (!a || !b)
+        return MP_ERR_RUNTIME;
+    mp_status st = MP_OK;
+    if (n->next[0].node && (st = mp_op_mul(g, b, &t)) == MP_OK) {
+        st = reduce_grad(n, 0, t, &gin[0]);
+        mp_tensor_decref(t);
+        t = NULL;
+    }
+    if (st == MP_OK && n->next[1].node && (st = mp_op_mul(g, a, &t)) == MP_OK) {
+        st = reduce_grad(n, 1, t, &gin[1]);
+        mp_tensor_decref(t);
+    }
+    return st;
+}
+
+/* d(a/b)/da = g/b; d(a/b)/db = -g*a/b^2 = -(g/b) * (a/b) */
+static mp_status div_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+{
+    mp_tensor *a = mp_node_saved(n, 0), *b = mp_node_saved(n, 1), *g = gout[0];
+    mp_tensor *gb = NULL, *q = NULL, *t = NULL, *nt = NULL;
+    if (!a || !b)
+        return MP_ERR_RUNTIME;
+    mp_status st = mp_op_div(g, b, &gb);
+    if (st == MP_OK && n->next[0].node)
+        st = reduce_grad(n, 0, gb, &gin[0]);
+    if (st == MP_OK && n->next[1].node) {
+        if ((st = mp_op_div(a, b, &q)) == MP_OK && (st = mp_op_mul(gb, q, &t)) == MP_OK &&
+            (st = mp_op_unary(MP_UN_NEG, t, &nt)) == MP_OK)
+            st = reduce_grad(n, 1, nt, &gin[1]);
+    }
+    mp_tensor_decref(gb);
+    mp_tensor_decref(q);
+    mp_tensor_decref(t);
+    mp_tensor_decref(nt);
+    return st;
+}
+
+static mp_backward_fn const backwards[] = {add_backward, add_backward, mul_backward,
+                                           div_backward};
+
+static mp_status binary(int which, mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out)
+{
+    mp_dtype dt = binary_dtype(which, a, b);
+    mp_status st = compute(which, a, b, alpha, dt, out);
+    if (st != MP_OK)
+        return st;
+    mp_tensor *ins[2] = {a, b};
+    mp_node *node;
+    st = mp_autograd_record(bw_names[which], backwards[which], ins, 2, out, 1, &node);
+    if (st == MP_OK && node) {
+        node->fargs[0] = which == MP_BIN_SUB ? -alpha : alpha;
+        /* add/sub need only shapes (recorded by the node); mul/div need the values */
+        if (which >= MP_BIN_MUL && (st = mp_node_save(node, 0, a)) == MP_OK)
+            st = mp_node_save(node, 1, b);
+    }
+    if (st != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+mp_status mp_op_add(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out)
+{
+    return binary(MP_BIN_ADD, a, b, alpha, out);
+}
+
+mp_status mp_op_sub(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out)
+{
+    return binary(MP_BIN_SUB, a, b, alpha, out);
+}
+
+mp_status mp_op_mul(mp_tensor *a, mp_tensor *b, mp_tensor **out)
+{
+    return binary(MP_BIN_MUL, a, b, 1.0, out);
+}
+
+mp_status mp_op_div(mp_tensor *a, mp_tensor *b, mp_tensor **out)
+{
+    return binary(MP_BIN_DIV, a, b, 1.0, out);
+}
+
+mp_status mp_check_inplace(mp_tensor *a, const char *op_name)
+{
+    if (a->requires_grad && mp_grad_enabled())
+        return mp_error(MP_ERR_RUNTIME, "%s: in-place operations on tensors that require "
+                        "grad are not supported while grad mode is on%s; use the "
+                        "out-of-place form or wrap the update in mpamp.no_grad()", op_name,
+                        a->grad_fn ? "" : " (a leaf Variable that requires grad is being "
+                        "used in an in-place operation)");
+    return MP_OK;
+}
+
+mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha)
+{
+    static const char *const inplace_names[] = {"add_", "sub_", "mul_", "div_", "pow_"};
+    mp_status st = mp_check_inplace(a, inplace_names[which]);
+    if (st != MP_OK)
+        return st;
+    mp_dtype dt = which == MP_BIN_POW ? a->dtype : binary_dtype(which, a, b);
+    if (mp_dtype_is_float(dt) && !mp_dtype_is_float(a->dtype))
+        return mp_error(MP_ERR_RUNTIME, "result type %s can't be cast to the desired output "
+                        "type %s", mp_dtype_is_float(dt) ? "Float" : "Long",
+                        a->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
+    mp_tensor *res = NULL;
+    if (which == MP_BIN_POW)
+        st = mp_op_pow(a, b, &res);
+    else
+        st = compute(which, a, b, alpha, dt, &res);
+    if (st != MP_OK)
+        return st;
+    if (res->ndim != a->ndim || memcmp(res->shape, a->shape, sizeof(int64_t) *
+                                       (size_t)a->ndim) != 0) {
+        char sa[256], sr[256];
+        mp_format_shape(sa, sizeof sa, a->shape, a->ndim);
+        mp_format_shape(sr, sizeof sr, res->shape, res->ndim);
+        mp_tensor_decref(res);
+        return mp_error(MP_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape "
+                        "%s", sa, sr);
+    }
+    st = mp_tensor_copy_(a, res);
+    mp_tensor_decref(res);
+    return st;
+}

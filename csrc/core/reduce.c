@@ -1,0 +1,110 @@
+/* reduce.c - sum over a dimension mask (see reduce.h). The input is walked together with a
+ * double accumulator laid out like the output but with stride 0 along reduced dimensions; the
+ * accumulator gets an 8-byte-element header so mp_iter can coalesce both walks. */
+#include "reduce.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cpu/dispatch.h"
+#include "copy.h"
+#include "iter.h"
+
+void mp_reduced_shape(const mp_tensor *t, uint32_t dim_mask, int keepdim, int64_t *shape,
+                      int *ndim)
+{
+    int n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (dim_mask & (1u << d)) {
+            if (keepdim)
+                shape[n++] = 1;
+        } else {
+            shape[n++] = t->shape[d];
+        }
+    }
+    *ndim = n;
+}
+
+typedef struct {
+    mp_dtype dt;
+    const mp_cpu_kernels *k;
+} sum_ctx;
+
+static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
+{
+    const sum_ctx *c = vctx;
+    double *acc = (double *)ptrs[0];
+    const char *src = ptrs[1];
+    int64_t step = strides[1] * (int64_t)mp_dtype_size(c->dt);
+    float buf[256];
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        int64_t m = n - i0 < 256 ? n - i0 : 256;
+        const char *p = src + i0 * step;
+        if (strides[1] == 1 && c->dt == MP_DTYPE_FLOAT16)
+            c->k->f16_to_f32((const mp_half *)p, buf, (size_t)m);
+        else if (strides[1] == 1 && c->dt == MP_DTYPE_BFLOAT16)
+            c->k->bf16_to_f32((const mp_bf16 *)p, buf, (size_t)m);
+        else if (strides[1] == 1 && c->dt == MP_DTYPE_FLOAT32)
+            memcpy(buf, p, (size_t)m * sizeof(float));
+        else
+            for (int64_t i = 0; i < m; i++)
+                buf[i] = (float)mp_load_f64(c->dt, p + i * step);
+        if (strides[0] == 0) {
+            double s = 0.0;
+            for (int64_t i = 0; i < m; i++)
+                s += buf[i];
+            acc[0] += s;
+        } else {
+            double *a = acc + i0 * strides[0];
+            for (int64_t i = 0; i < m; i++)
+                a[i * strides[0]] += buf[i];
+        }
+    }
+}
+
+mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype out_dtype,
+                        mp_tensor **out)
+{
+    int64_t oshape[MP_MAX_DIMS], kshape[MP_MAX_DIMS], astrides[MP_MAX_DIMS];
+    int ond, knd;
+    mp_reduced_shape(t, dim_mask, keepdim, oshape, &ond);
+    mp_reduced_shape(t, dim_mask, 1, kshape, &knd);
+    int64_t onumel = 1;
+    for (int d = 0; d < ond; d++)
+        onumel *= oshape[d];
+    double *acc = calloc((size_t)(onumel ? onumel : 1), sizeof(double));
+    if (!acc)
+        return mp_error(MP_ERR_NOMEM, "out of memory for a reduction buffer");
+    mp_contiguous_strides(kshape, knd, astrides);
+    for (int d = 0; d < t->ndim; d++)
+        if (dim_mask & (1u << d))
+            astrides[d] = 0;
+    mp_storage *as = mp_storage_wrap(acc, (size_t)onumel * sizeof(double), MP_DEVICE_CPU,
+                                     free, acc);
+    if (!as) {
+        free(acc);
+        return MP_ERR_NOMEM;
+    }
+    /* an int64 header gives the 8-byte element size of the double accumulator */
+    mp_tensor *accv = mp_tensor_on_storage(as, MP_DTYPE_INT64, t->shape, astrides, t->ndim, 0);
+    mp_storage_decref(as);
+    if (!accv)
+        return MP_ERR_NOMEM;
+    mp_tensor *ops[2] = {accv, t};
+    mp_iter it;
+    sum_ctx c = {t->dtype, mp_cpu()};
+    mp_iter_init(&it, ops, 2);
+    mp_iter_run(&it, sum_run, &c);
+    mp_status st = mp_tensor_empty(oshape, ond, out_dtype, MP_DEVICE_CPU, out);
+    if (st == MP_OK) {
+        char *dst = mp_tensor_data(*out);
+        size_t sz = mp_dtype_size(out_dtype);
+        int is_int = out_dtype == MP_DTYPE_INT64;
+        for (int64_t i = 0; i < onumel; i++) {
+            mp_scalar v = {acc[i], is_int ? (int64_t)acc[i] : 0, is_int};
+            mp_store_scalar(out_dtype, dst + (size_t)i * sz, v);
+        }
+    }
+    mp_tensor_decref(accv);
+    return st;
+}

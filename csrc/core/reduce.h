@@ -1,0 +1,15 @@
+/* reduce.h - sum reductions over any set of dimensions with a double accumulator, the
+ * building block of sum/mean and of reducing broadcast gradients. dim_mask bit d set means
+ * "reduce dimension d". */
+#ifndef MP_REDUCE_H
+#define MP_REDUCE_H
+
+#include "tensor.h"
+
+mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype out_dtype,
+                        mp_tensor **out);
+/* Output shape of a reduction. */
+void mp_reduced_shape(const mp_tensor *t, uint32_t dim_mask, int keepdim, int64_t *shape,
+                      int *ndim);
+
+#endif
