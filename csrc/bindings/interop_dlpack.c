@@ -406,8 +406,8 @@ static int layout_of_dl(const DLTensor *dl, mp_dtype dt, int64_t *shape, int64_t
 static mp_tensor *wrap_memory(const import_src *src, mp_dtype dt, const int64_t *shape,
                               const int64_t *strides, size_t extent)
 {
-    char *data = (char *)src->dl->data + src->dl->byte_offset;
-    if (extent > 0 && (!src->dl->data || (uintptr_t)data % mp_dtype_size(dt) != 0)) {
+    char *data = src->dl->data ? (char *)src->dl->data + src->dl->byte_offset : NULL;
+    if (extent > 0 && (!data || (uintptr_t)data % mp_dtype_size(dt) != 0)) {
         PyErr_SetString(PyExc_ValueError, "from_dlpack: the data pointer is NULL or not "
                         "aligned to the element size");
         return NULL;
