@@ -177,10 +177,16 @@ def test_bfloat16_asarray_without_ml_dtypes_is_float32(monkeypatch):
         t.__array__(copy=False)
 
 
-def test_numpy_functions_see_bfloat16_values():
+@pytest.mark.parametrize("ml", [True, False])
+def test_numpy_functions_see_bfloat16_values(ml, monkeypatch):
+    """Before the buffer fix these saw the raw bits (16128, ...) as uint16."""
+    if not ml:
+        _no_ml_dtypes(monkeypatch)
     t = mpamp.tensor([0.5, 1.5, 2.5], dtype=mpamp.bfloat16)
     np.testing.assert_allclose(np.asarray(t, dtype=np.float32), [0.5, 1.5, 2.5])
+    np.testing.assert_allclose(t, [0.5, 1.5, 2.5])
     assert float(np.sum(np.asarray(t).astype(np.float32))) == 4.5
+    assert mpamp.tensor([t, t]).float().tolist() == [[0.5, 1.5, 2.5]] * 2
 
 
 # ---- buffer protocol ----

@@ -194,9 +194,11 @@ def test_numpy_from_dlpack_is_zero_copy(name):
         assert a.dtype == NP_DTYPES[name] and a.ctypes.data == view.data_ptr()
         assert a.strides == tuple(s * view.element_size() for s in view.stride())
         assert a.tolist() == view.tolist()
-    a = np.from_dlpack(t)
+    a = np.from_dlpack(t, device="cpu")
     a[0, 0] = 0
     assert t[0, 0].item() == 0
+    c = np.from_dlpack(t, copy=True)
+    assert c.ctypes.data != t.data_ptr() and c.tolist() == t.tolist()
 
 
 def test_numpy_rejects_bfloat16_capsules_cleanly():
