@@ -2,7 +2,9 @@
 
 The capsule is checked and its memory wrapped in C (csrc/bindings/interop_dlpack.c); this module
 speaks the Python side of the protocol: asking the producer for a capsule, copy= and device=.
-Export is Tensor.__dlpack__ / Tensor.__dlpack_device__, in C.
+Export is Tensor.__dlpack__ / Tensor.__dlpack_device__, in C. mpamp has no read-only tensors:
+memory a producer flags read-only is imported anyway, with the warning from_numpy gives.
+NumPy cannot export ml_dtypes.bfloat16 arrays through DLPack; use from_numpy for those.
 """
 import warnings
 
