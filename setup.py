@@ -2,17 +2,35 @@
 
 ISA-specific files (``*_avx2.c``, ``*_avx512.c``, ``*_avx512bf16.c``) get their own target
 flags so one build runs on any x86-64; the kernel table picks a level at run time.
-MPAMP_CUDA=0 skips CUDA, MPAMP_CUDA=1 requires it. MPAMP_SANITIZE=address,undefined builds
-with sanitizers (see README).
+MPAMP_SANITIZE=address,undefined builds with sanitizers (see README).
+
+CUDA (cuda/*.cu, compiled by nvcc, linked against the static CUDA runtime):
+  MPAMP_CUDA=0 never builds it; MPAMP_CUDA=1 requires it (the build stops with an error when
+  nvcc is not found); unset builds it whenever nvcc is found.
+  nvcc is looked for in $CUDA_HOME/bin when CUDA_HOME is set, and only there (an explicit
+  toolkit wins: a CUDA_HOME without nvcc builds without CUDA, with a warning, or fails under
+  MPAMP_CUDA=1); otherwise on PATH, then /usr/local/cuda/bin. So
+  `MPAMP_CUDA=1 CUDA_HOME=/nonexistent` is how to check the "nvcc missing" failure on a
+  machine that has a toolkit.
+  MPAMP_CUDA_ARCH lists compute capabilities, ";" or "," separated (default "80;90": SASS
+  for each, plus PTX of the last so newer GPUs JIT). CUDA 13 supports 75 and up.
+Switching MPAMP_CUDA between builds in place needs `build_ext --inplace --force`.
 """
 import glob
 import os
 import platform
+import re
 import shutil
 import subprocess
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError, PlatformError
+
+try:
+    from setuptools.modified import newer_group
+except ImportError:                     # setuptools < 69
+    from distutils.dep_util import newer_group
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 IS_X86_64 = platform.machine().lower() in ("x86_64", "amd64")
@@ -27,6 +45,9 @@ ISA_FLAGS = {
                       "-mavx512bf16"],
 }
 
+NVCC_HOST_FLAGS = ["-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing", "-Wall", "-Wextra",
+                   "-Wno-unused-parameter"]
+
 
 def isa_flags(path):
     for suffix in sorted(ISA_FLAGS, key=len, reverse=True):
@@ -40,14 +61,33 @@ def find_nvcc():
     mode = os.environ.get("MPAMP_CUDA", "")
     if mode == "0":
         return None
-    candidates = [os.path.join(os.environ.get("CUDA_HOME", ""), "bin", "nvcc"),
-                  "/usr/local/cuda/bin/nvcc", shutil.which("nvcc") or ""]
+    home = os.environ.get("CUDA_HOME", "")
+    if home:
+        candidates = [os.path.join(home, "bin", "nvcc")]
+    else:
+        candidates = [shutil.which("nvcc") or "", "/usr/local/cuda/bin/nvcc"]
     for c in candidates:
         if c and os.path.isfile(c) and os.access(c, os.X_OK):
             return c
     if mode == "1":
-        raise RuntimeError("MPAMP_CUDA=1 but nvcc was not found (set CUDA_HOME or PATH)")
+        if home:
+            raise PlatformError(f"MPAMP_CUDA=1 but nvcc was not found: CUDA_HOME={home} has "
+                                "no bin/nvcc; point CUDA_HOME at a CUDA toolkit")
+        raise PlatformError("MPAMP_CUDA=1 but nvcc was not found on PATH or in "
+                            "/usr/local/cuda/bin; install the CUDA toolkit or set CUDA_HOME")
+    if home:
+        print(f"warning: CUDA_HOME={home} has no bin/nvcc; building without CUDA")
     return None
+
+
+def cuda_archs():
+    """Compute capabilities from MPAMP_CUDA_ARCH, e.g. ["80", "90"]."""
+    raw = os.environ.get("MPAMP_CUDA_ARCH", "80;90")
+    archs = [a.strip() for a in re.split(r"[;,\s]+", raw) if a.strip()]
+    if not archs or not all(re.fullmatch(r"\d{2,3}[af]?", a) for a in archs):
+        raise PlatformError(f"MPAMP_CUDA_ARCH={raw!r}: expected compute capabilities "
+                            "like '80;90'")
+    return archs
 
 
 def cuda_lib_dir(nvcc):
@@ -71,6 +111,13 @@ class BuildExt(build_ext):
     """Compiles ISA files and CUDA files with their own flags, then links everything."""
 
     def build_extension(self, ext):
+        ext_path = self.get_ext_fullpath(ext.name)
+        if not (self.force or newer_group(ext.sources + ext.depends, ext_path, "newer")):
+            print(f"skipping {ext.name} (up to date; use --force after changing MPAMP_* "
+                  "settings)")
+            return
+        # Decide about CUDA first: a required-but-missing nvcc should fail before compiling.
+        nvcc = find_nvcc() if glob.glob(os.path.join("cuda", "*.cu")) else None
         san = sanitize_flags()
         objects = []
         plain = []
@@ -81,14 +128,14 @@ class BuildExt(build_ext):
             elif IS_X86_64:
                 objects += self.compiler.compile(
                     [src], output_dir=self.build_temp, include_dirs=ext.include_dirs,
-                    extra_postargs=BASE_FLAGS + flags + san)
+                    extra_postargs=BASE_FLAGS + flags + san, depends=ext.depends)
         ext.sources = plain
-        nvcc = find_nvcc() if glob.glob(os.path.join("cuda", "*.cu")) else None
         if nvcc:
             objects += self.compile_cuda(nvcc, ext)
             ext.sources = [s for s in ext.sources if not s.endswith("cuda_stub.c")]
             ext.library_dirs.append(cuda_lib_dir(nvcc))
-            ext.libraries += ["cudart_static", "dl", "rt", "pthread"]
+            # nvcc host code is C++ (personality routine, static-init guards): link libstdc++.
+            ext.libraries += ["cudart_static", "stdc++", "dl", "rt", "pthread"]
             ext.define_macros.append(("MPAMP_WITH_CUDA", "1"))
         ext.extra_objects = objects + list(ext.extra_objects or [])
         ext.extra_compile_args = BASE_FLAGS + san
@@ -96,17 +143,24 @@ class BuildExt(build_ext):
         super().build_extension(ext)
 
     def compile_cuda(self, nvcc, ext):
-        arch = os.environ.get("MPAMP_CUDA_ARCH", "80")
-        out = []
+        """Compiles every cuda/*.cu with nvcc, in parallel; returns the object files."""
+        archs = cuda_archs()
+        gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs[:-1]]
+        gencode.append(f"-gencode=arch=compute_{archs[-1]},code=[sm_{archs[-1]},"
+                       f"compute_{archs[-1]}]")
         os.makedirs(self.build_temp, exist_ok=True)
+        jobs = []
         for src in sorted(glob.glob(os.path.join("cuda", "*.cu"))):
             obj = os.path.join(self.build_temp, os.path.basename(src) + ".o")
-            cmd = [nvcc, "-c", src, "-o", obj, "-O3", "-std=c++17", "-Xcompiler", "-fPIC",
-                   "-I", "csrc", f"-gencode=arch=compute_{arch},code=[sm_{arch},compute_{arch}]"]
+            # No --use_fast_math: it would delete the inf/NaN checks loss scaling relies on.
+            cmd = [nvcc, "-c", src, "-o", obj, "-O3", "-std=c++17", "-I", "csrc",
+                   "-Xcompiler", ",".join(NVCC_HOST_FLAGS)] + gencode
             print(" ".join(cmd))
-            subprocess.check_call(cmd)
-            out.append(obj)
-        return out
+            jobs.append((obj, cmd, subprocess.Popen(cmd)))
+        failed = [cmd for obj, cmd, p in jobs if p.wait() != 0]
+        if failed:
+            raise CompileError("nvcc failed: " + "; ".join(" ".join(c) for c in failed))
+        return [obj for obj, cmd, p in jobs]
 
 
 def sources():
@@ -114,7 +168,16 @@ def sources():
     return [f for f in files if IS_X86_64 or isa_flags(f) is None]
 
 
+def depends():
+    """Files whose change must rebuild the extension besides the plain C sources (setuptools
+    only checks ext.sources + ext.depends before relinking)."""
+    pats = [os.path.join("csrc", "**", "*.h"), os.path.join("csrc", "**", "*.c"),
+            os.path.join("cuda", "*.cu"), os.path.join("cuda", "*.cuh")]
+    return sorted(f for p in pats for f in glob.glob(p, recursive=True))
+
+
 setup(
-    ext_modules=[Extension("mpamp._C", sources=sources(), include_dirs=["csrc"])],
+    ext_modules=[Extension("mpamp._C", sources=sources(), include_dirs=["csrc"],
+                           depends=depends())],
     cmdclass={"build_ext": BuildExt},
 )

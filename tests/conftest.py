@@ -1,4 +1,5 @@
-"""Shared test helpers: NumPy references and torch.testing's tolerances per dtype."""
+"""Shared test helpers: NumPy references, torch.testing's tolerances per dtype, and the
+`cuda` marker (tests that need a device are skipped without one)."""
 import numpy as np
 import pytest
 
@@ -22,3 +23,14 @@ def assert_close(actual, expected, dtype_name="float32"):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+def pytest_collection_modifyitems(config, items):
+    if mpamp.cuda.is_available():
+        return
+    reason = ("needs a CUDA device (mpamp.cuda.is_available() is False; built with CUDA: "
+              f"{mpamp.cuda.is_built()})")
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)

@@ -85,6 +85,71 @@ static PyObject *f_cuda_device_count(PyObject *m, PyObject *unused)
     return PyLong_FromLong(mp_cuda_device_count());
 }
 
+/* _cuda_probe(): None when a 16-byte device allocation works, else the mapped exception
+ * (test hook for the "CUDA not available" path of both the stub and the real build). */
+static PyObject *f_cuda_probe(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    void *p = NULL;
+    mp_status st = mp_cuda_malloc(&p, 16);
+    if (st == MP_OK)
+        st = mp_cuda_free(p);
+    if (st != MP_OK)
+        return mp_raise(st);
+    Py_RETURN_NONE;
+}
+
+/* Host src -> device, mp_cuda_cast, device -> host dst; n elements, contiguous. */
+static mp_status cuda_cast_via_device(const void *src, mp_dtype from, void *dst, mp_dtype to,
+                                      size_t n)
+{
+    void *dsrc = NULL, *ddst = NULL;
+    mp_status st = mp_cuda_malloc(&dsrc, n * mp_dtype_size(from));
+    if (st == MP_OK)
+        st = mp_cuda_malloc(&ddst, n * mp_dtype_size(to));
+    if (st == MP_OK)
+        st = mp_cuda_memcpy(dsrc, src, n * mp_dtype_size(from), 0);
+    if (st == MP_OK)
+        st = mp_cuda_cast(dsrc, from, ddst, to, n);
+    if (st == MP_OK)   /* synchronous: also surfaces faults of the cast kernel */
+        st = mp_cuda_memcpy(dst, ddst, n * mp_dtype_size(to), 1);
+    /* Freed after a failure too; the status returned is still the first failure's. */
+    if (ddst)
+        mp_cuda_free(ddst);
+    if (dsrc)
+        mp_cuda_free(dsrc);
+    return st;
+}
+
+/* _cuda_cast_roundtrip(src, dtype): converts a contiguous CPU tensor with the CUDA cast
+ * kernels and returns the result on the CPU (test hook: compared with the CPU casts). */
+static PyObject *f_cuda_cast_roundtrip(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    mp_state *s = mp_state_of_module(m);
+    mp_dtype dt;
+    if (nargs != 2 || !mp_is_tensor(s, args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_cuda_cast_roundtrip(src, dtype)");
+        return NULL;
+    }
+    if (mp_parse_dtype(s, args[1], MP_DTYPE_FLOAT32, &dt) < 0)
+        return NULL;
+    mp_tensor *src = MP_T(args[0]), *out;
+    if (src->storage->device != MP_DEVICE_CPU || !mp_tensor_is_contiguous(src)) {
+        PyErr_SetString(PyExc_ValueError, "_cuda_cast_roundtrip needs a contiguous CPU tensor");
+        return NULL;
+    }
+    mp_status st = mp_tensor_empty(src->shape, src->ndim, dt, MP_DEVICE_CPU, &out);
+    if (st != MP_OK)
+        return mp_raise(st);
+    st = cuda_cast_via_device(mp_tensor_data(src), src->dtype, mp_tensor_data(out), dt,
+                              (size_t)mp_tensor_numel(src));
+    if (st != MP_OK) {
+        mp_tensor_decref(out);
+        return mp_raise(st);
+    }
+    return mp_wrap(s, out);
+}
+
 /* _register(tensor_class, size_class, cpu_device): classes defined in Python. */
 static PyObject *f_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -156,6 +221,10 @@ PyMethodDef mp_misc_functions[] = {
     {"_set_cache_limit", f_set_cache_limit, METH_O, "Max bytes the allocator may cache"},
     {"_cuda_is_built", f_cuda_is_built, METH_NOARGS, "True when built with nvcc"},
     {"_cuda_device_count", f_cuda_device_count, METH_NOARGS, "Usable CUDA devices"},
+    {"_cuda_probe", f_cuda_probe, METH_NOARGS,
+     "Test hook: allocate 16 bytes on the device; raises when CUDA is not available"},
+    {"_cuda_cast_roundtrip", (PyCFunction)(void (*)(void))f_cuda_cast_roundtrip, METH_FASTCALL,
+     "Test hook: convert a CPU tensor with the CUDA cast kernels"},
     {"_register", (PyCFunction)(void (*)(void))f_register, METH_FASTCALL,
      "Register the Python Tensor, Size and cpu device objects"},
     {"_cast_with_isa", (PyCFunction)(void (*)(void))f_cast_with_isa, METH_FASTCALL,

@@ -1,6 +1,6 @@
-/* cuda_api.h - the C ABI between the core and cuda/*.cu (raw device pointers, mp_status).
- * When the extension is built without nvcc, cuda_stub.c provides these and every call
- * reports "CUDA not available". */
+/* cuda_api.h - the C ABI between the core and the kernels in cuda/ (raw device pointers,
+ * mp_status). When the extension is built without nvcc, cuda_stub.c provides these and
+ * every call reports "CUDA not available". */
 #ifndef MP_CUDA_API_H
 #define MP_CUDA_API_H
 
@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-int mp_cuda_is_built(void);       /* 1 when cuda/*.cu was compiled into this extension */
+int mp_cuda_is_built(void);       /* 1 when cuda/ was compiled into this extension */
 int mp_cuda_device_count(void);   /* 0 without a usable device (never fails) */
 mp_status mp_cuda_malloc(void **ptr, size_t nbytes);
 mp_status mp_cuda_free(void *ptr);

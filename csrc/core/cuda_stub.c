@@ -1,4 +1,4 @@
-/* cuda_stub.c - stand-ins for cuda/*.cu when the extension is built without nvcc
+/* cuda_stub.c - stand-ins for the cuda/ kernels when the extension is built without nvcc
  * (compiled only then; setup.py picks one or the other). Every entry fails cleanly. */
 #include "cuda_api.h"
 #include "status.h"
