@@ -13,6 +13,7 @@ from ._random import (Generator, default_generator, get_rng_state, initial_seed,
 from ._factories import (arange, as_tensor, empty, empty_like, from_numpy, full, full_like,
                          ones, ones_like, rand, rand_like, randint, randint_like, randn,
                          randn_like, tensor, zeros, zeros_like)
+from ._dlpack import from_dlpack
 from . import backends, cuda
 
 globals()["bool"] = _bool_dtype        # mpamp.bool, as torch.bool

@@ -48,21 +48,24 @@ class Tensor(_C.TensorBase):
         if self.is_cuda:
             raise TypeError("can't convert cuda tensor to numpy. Use Tensor.cpu() to copy the "
                             "tensor to host memory first.")
-        arr = np.asarray(memoryview(self))
-        if self.dtype is _C.bfloat16:
-            ml = _ml_dtypes()
-            if ml is None:
-                raise TypeError("numpy() of a bfloat16 tensor needs the ml_dtypes package "
-                                "(pip install ml_dtypes, or mpamp[bf16]); or call .float() "
-                                "first")
-            arr = arr.view(ml.bfloat16)
-        return arr
+        if self.dtype is not _C.bfloat16:
+            return np.asarray(_C._memoryview(self))
+        ml = _ml_dtypes()
+        if ml is None:
+            raise TypeError("numpy() of a bfloat16 tensor needs the ml_dtypes package "
+                            "(pip install ml_dtypes, or mpamp[bf16]); or call .float() first")
+        return np.asarray(_C._memoryview(self)).view(ml.bfloat16)   # 'H' bits, relabelled
 
+    # NumPy takes a tensor's buffer before it looks at __array__, so np.asarray/np.array of a
+    # float32/float16/int64/bool tensor never get here (the buffer path has the same zero-copy
+    # and copy= behaviour). bfloat16 tensors refuse NumPy's typed buffer request (see
+    # csrc/bindings/interop_buffer.c), so NumPy falls through to this method for them.
     def __array__(self, dtype=None, copy=None):
+        """NumPy 2 protocol: copy=False never copies (ValueError instead), True always does."""
         if self.dtype is _C.bfloat16 and _ml_dtypes() is None:
             if copy is False:
                 raise ValueError("a bfloat16 tensor cannot be viewed by NumPy without "
-                                 "ml_dtypes; install it or allow a copy")
+                                 "ml_dtypes; install it or allow a copy (to float32)")
             arr = self.detach().float().numpy()
             copied = True
         else:
@@ -165,7 +168,7 @@ class Tensor(_C.TensorBase):
 
     def __reduce_ex__(self, protocol):
         data = self.detach().contiguous()
-        raw = bytes(memoryview(data).cast("B")) if data.numel() else b""
+        raw = bytes(_C._memoryview(data).cast("B")) if data.numel() else b""
         return (_rebuild, (raw, repr(self.dtype).split(".")[-1], tuple(self.shape),
                            self.requires_grad))
 
@@ -196,7 +199,7 @@ def _nest(flat, shape):
 def _rebuild(raw, dtype_name, shape, requires_grad):
     t = _C._empty(shape, getattr(_C, dtype_name))
     if raw:
-        memoryview(t).cast("B")[:] = raw
+        _C._memoryview(t).cast("B")[:] = raw
     if requires_grad:
         t.requires_grad_(True)
     return t

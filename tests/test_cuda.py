@@ -107,7 +107,9 @@ def test_required_cuda_without_nvcc_fails_clearly(tmp_path):
 # ---- with a device: the CUDA kernels against the CPU casts, bit for bit ----
 
 def _bits(t):
-    return np.asarray(memoryview(t)).view(np.uint32 if t.dtype is mpamp.float32 else np.uint16)
+    # _C._memoryview: memoryview() refuses bf16 tensors (see csrc/bindings/interop_buffer.c)
+    mv = mpamp._C._memoryview(t)
+    return np.asarray(mv).view(np.uint32 if t.dtype is mpamp.float32 else np.uint16)
 
 
 def _all_halves():

@@ -1,6 +1,7 @@
 /* interop_buffer.c - the buffer protocol in both directions: tensors export their memory
- * (formats f, e, q, ?, and H for bfloat16 bits), and _from_buffer wraps another object's
- * buffer (a NumPy array) without copying, keeping that object alive. */
+ * (formats f, e, q, ?; bfloat16 as 'H' bits only through _memoryview, see below), and
+ * _from_buffer wraps another object's buffer (a NumPy array) without copying, keeping that
+ * object alive. */
 #include "bindings.h"
 
 #include <stdlib.h>
@@ -18,11 +19,28 @@ static const char *buffer_format(mp_dtype dt)
     }
 }
 
+/* Why bfloat16 refuses typed buffers by default: NumPy's np.asarray/np.array ask for a buffer
+ * *before* they look at __array_struct__, __array_interface__ or __array__ (numpy/_core/src/
+ * multiarray/ctors.c, _array_from_array_like), and PEP 3118 has no bfloat16 code, so a typed
+ * 'H' export makes np.asarray(bf16_tensor) a uint16 array of raw bits: a silent wrong answer.
+ * NumPy asks with the same flags as memoryview() (PyBUF_FULL_RO), so the two cannot be told
+ * apart; but NumPy ignores a failed buffer request and falls through to __array__, which gives
+ * ml_dtypes.bfloat16 (or float32). So a bf16 tensor exports a typed ('H') buffer only inside
+ * _memoryview() (used by Tensor.numpy and pickling); untyped requests (no PyBUF_FORMAT:
+ * struct.unpack_from, file.write, hashlib) still get the raw bytes. */
+static _Thread_local int typed_bf16_requested;
+
 int mp_tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     mp_tensor *t = MP_T(self);
     if (t->storage->device != MP_DEVICE_CPU) {
         PyErr_SetString(PyExc_BufferError, "only CPU tensors export a buffer");
+        return -1;
+    }
+    if (t->dtype == MP_DTYPE_BFLOAT16 && (flags & PyBUF_FORMAT) && !typed_bf16_requested) {
+        PyErr_SetString(PyExc_BufferError, "a bfloat16 tensor has no typed buffer (PEP 3118 has "
+                        "no bfloat16 format); use t.numpy() (needs ml_dtypes), np.asarray(t) "
+                        "or t.float()");
         return -1;
     }
     int contiguous = mp_tensor_is_contiguous(t);
@@ -176,7 +194,23 @@ static PyObject *f_from_buffer(PyObject *m, PyObject *const *args, Py_ssize_t na
     return Py_BuildValue("(Ni)", tensor, readonly);
 }
 
+/* _memoryview(tensor): memoryview(tensor), with bfloat16 as 'H' (raw bits) allowed. */
+static PyObject *f_memoryview(PyObject *m, PyObject *obj)
+{
+    if (!mp_is_tensor(mp_state_of_module(m), obj)) {
+        PyErr_Format(PyExc_TypeError, "_memoryview() expects a Tensor, got %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    typed_bf16_requested = 1;
+    PyObject *mv = PyMemoryView_FromObject(obj);
+    typed_bf16_requested = 0;
+    return mv;
+}
+
 PyMethodDef mp_buffer_functions[] = {
+    {"_memoryview", f_memoryview, METH_O,
+     "_memoryview(tensor) -> memoryview of its elements (bfloat16 as 'H' bits)"},
     {"_from_buffer", (PyCFunction)(void (*)(void))f_from_buffer, METH_FASTCALL,
      "_from_buffer(obj, bits_are_bf16) -> (tensor sharing obj's memory, readonly)"},
     {NULL, NULL, 0, NULL},
