@@ -112,6 +112,8 @@ def make_capsule(arr, versioned=True, code=2, bits=32, lanes=1, device=(1, 0), s
     else:
         m.deleter = _legacy_deleter
     addr = ctypes.addressof(m)
+    while addr in deleted:     # an earlier, freed capsule had this address: forget it
+        deleted.remove(addr)
     _alive[addr] = (m, shp, std, arr)
     return _capsule_new(addr, _NAMES[versioned], None), addr
 
