@@ -15,6 +15,9 @@ from ._factories import (arange, as_tensor, empty, empty_like, from_numpy, full,
                          randn_like, tensor, zeros, zeros_like)
 from ._dlpack import from_dlpack
 from . import backends, cuda
+from . import autograd
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from ._ops_pointwise import *  # noqa: F401,F403 - the functional op namespace, as torch
 
 globals()["bool"] = _bool_dtype        # mpamp.bool, as torch.bool
 float = float32                         # noqa: A001 - torch's alias

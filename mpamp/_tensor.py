@@ -158,6 +158,27 @@ class Tensor(_C.TensorBase):
             return format(self.item(), spec)
         return format(repr(self), spec)
 
+    # ---- autograd ----
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate the gradient of this tensor into the leaves' .grad."""
+        from .autograd import backward
+        backward(self, None if gradient is None else (gradient,), retain_graph, create_graph,
+                 inputs)
+
+    def retain_grad(self):
+        """Unsupported: gradients of non-leaf tensors are not stored."""
+        raise NotImplementedError("retain_grad() is not supported by mpamp; use "
+                                  "mpamp.autograd.grad(out, intermediate) instead")
+
+    def view_as(self, other):
+        """self.view(other.shape)."""
+        return self.view(other.shape)
+
+    def reshape_as(self, other):
+        """self.reshape(other.shape)."""
+        return self.reshape(other.shape)
+
     # ---- copying ----
 
     def __deepcopy__(self, memo):
@@ -203,3 +224,4 @@ def _rebuild(raw, dtype_name, shape, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
