@@ -1,0 +1,259 @@
+/* matmul_core.c - the batched product of matmul_core.h. An operand the GEMM can read in place
+ * (fp32, unit stride along rows or columns) is used as is, whatever its batch strides; other
+ * operands are converted to fp32 once, keeping broadcast batch dims broadcast. Batch dims that
+ * the A rows can absorb (B shared across the batch) are folded into M so a (B, M, K) @ (K, N)
+ * product is one GEMM. Output batch dims of size 1 accumulate (beta = 1 after the first). */
+#include "matmul_core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../cpu/gemm.h"
+#include "copy.h"
+#include "view.h"
+
+const char *mp_dtype_label(mp_dtype dt)
+{
+    static const char *const names[MP_DTYPE_COUNT] = {"float32", "float16", "bfloat16",
+                                                      "int64", "bool"};
+    return (unsigned)dt < MP_DTYPE_COUNT ? names[dt] : "unknown";
+}
+
+/* How the GEMM reads t's last two dims: row-major (trans 0) or column-major (trans 1) with
+ * leading dimension ld; 0 when neither dim has unit stride. */
+static int gemm_layout(const mp_tensor *t, int *trans, int64_t *ld)
+{
+    int d = t->ndim - 2;
+    int64_t rows = t->shape[d], cols = t->shape[d + 1];
+    int64_t rs = t->strides[d], cs = t->strides[d + 1];
+    if ((cols == 1 || cs == 1) && (rows == 1 || rs >= cols)) {
+        *trans = 0;
+        *ld = rows == 1 ? (cols > 1 ? cols : 1) : rs;
+        return 1;
+    }
+    if ((rows == 1 || rs == 1) && (cols == 1 || cs >= rows)) {
+        *trans = 1;
+        *ld = cols == 1 ? (rows > 1 ? rows : 1) : cs;
+        return 1;
+    }
+    return 0;
+}
+
+/* t's values in dtype wt, readable by the GEMM: t itself when it already is, else a copy in
+ * t's own orientation (column-major stays column-major, so conversion reads unit-stride runs).
+ * Broadcast (stride-0) batch dims are converted once, then expanded again. */
+static mp_status gemm_operand(mp_tensor *t, mp_dtype wt, mp_tensor **out)
+{
+    int trans, nd = t->ndim;
+    int64_t ld, shape[MP_MAX_DIMS];
+    if (t->dtype == wt && gemm_layout(t, &trans, &ld)) {
+        mp_tensor_incref(t);
+        *out = t;
+        return MP_OK;
+    }
+    memcpy(shape, t->shape, sizeof(int64_t) * (size_t)nd);
+    for (int d = 0; d < nd - 2; d++)
+        if (t->strides[d] == 0)
+            shape[d] = 1;
+    mp_tensor *base = NULL, *tr = NULL, *c = NULL, *c2 = NULL;
+    int col = t->strides[nd - 2] == 1 && t->strides[nd - 1] != 1;
+    mp_status st = mp_view_make(t, shape, t->strides, nd, t->offset, &base);
+    if (st == MP_OK && col && (st = mp_view_transpose(base, -1, -2, &tr)) == MP_OK &&
+        (st = mp_tensor_cast(tr, wt, &c2)) == MP_OK)
+        st = mp_view_transpose(c2, -1, -2, &c);
+    else if (st == MP_OK && !col)
+        st = mp_tensor_cast(base, wt, &c);
+    if (st == MP_OK)
+        st = mp_view_expand(c, t->shape, nd, out);
+    mp_tensor_decref(base);
+    mp_tensor_decref(tr);
+    mp_tensor_decref(c2);
+    mp_tensor_decref(c);
+    return st;
+}
+
+mp_status mp_matmul_batch_shape(const mp_tensor *a, const mp_tensor *b, const char *op,
+                                int64_t *bshape, int *nb)
+{
+    mp_status st = mp_broadcast_shapes(a->shape, a->ndim - 2, b->shape, b->ndim - 2, bshape,
+                                       nb);
+    if (st != MP_OK) {
+        char msg[512], sa[256], sb[256];
+        snprintf(msg, sizeof msg, "%s", mp_error_message());
+        mp_format_shape(sa, sizeof sa, a->shape, a->ndim);
+        mp_format_shape(sb, sizeof sb, b->shape, b->ndim);
+        return mp_error(st, "%s: batch dimensions of %s and %s do not broadcast: %s", op, sa,
+                        sb, msg);
+    }
+    return MP_OK;
+}
+
+typedef struct {
+    int nb, ta, tb, accumulate;
+    int64_t bshape[MP_MAX_DIMS], sa[MP_MAX_DIMS], sb[MP_MAX_DIMS], sc[MP_MAX_DIMS];
+    int64_t m, n, k, lda, ldb;
+    char *pa, *pb, *pc;
+    size_t esz;
+    mp_dtype wt;
+    double alpha;
+} mm_plan;
+
+/* Stride of t's batch dim aligned to batch dim d of an nb-dim batch (0: broadcast). */
+static int64_t batch_stride(const mp_tensor *t, int d, int nb)
+{
+    int j = d - (nb - (t->ndim - 2));
+    return j >= 0 && t->shape[j] != 1 ? t->strides[j] : 0;
+}
+
+/* Drops size-1 batch dims, then folds trailing batch dims into M while B does not move
+ * along them and A and C rows continue with the same stride. */
+static void simplify_plan(mm_plan *p)
+{
+    int n = 0;
+    for (int d = 0; d < p->nb; d++) {
+        if (p->bshape[d] == 1)
+            continue;
+        p->bshape[n] = p->bshape[d];
+        p->sa[n] = p->sa[d], p->sb[n] = p->sb[d], p->sc[n] = p->sc[d];
+        n++;
+    }
+    p->nb = n;
+    while (p->nb > 0 && !p->ta) {
+        int d = p->nb - 1;
+        if (p->sb[d] != 0 || p->sa[d] != p->m * p->lda || p->sc[d] != p->m * p->n)
+            break;
+        p->m *= p->bshape[d];
+        p->nb--;
+    }
+}
+
+static mp_status run_plan(const mm_plan *p)
+{
+    int64_t idx[MP_MAX_DIMS] = {0}, total = 1;
+    for (int d = 0; d < p->nb; d++)
+        total *= p->bshape[d];
+    for (int64_t t = 0; t < total; t++) {
+        int64_t oa = 0, ob = 0, oc = 0;
+        int revisit = 0;
+        for (int d = 0; d < p->nb; d++) {
+            oa += idx[d] * p->sa[d], ob += idx[d] * p->sb[d], oc += idx[d] * p->sc[d];
+            revisit |= p->sc[d] == 0 && idx[d] > 0;
+        }
+        int add = p->accumulate || revisit;
+        if (p->wt == MP_DTYPE_INT64) {
+            mp_gemm_i64(p->ta, p->tb, p->m, p->n, p->k, (int64_t)p->alpha,
+                        (const int64_t *)p->pa + oa, p->lda, (const int64_t *)p->pb + ob,
+                        p->ldb, add, (int64_t *)p->pc + oc, p->n);
+        } else if (mp_gemm_f32(p->ta, p->tb, p->m, p->n, p->k, (float)p->alpha,
+                               (const float *)p->pa + oa, p->lda, (const float *)p->pb + ob,
+                               p->ldb, add ? 1.0f : 0.0f, (float *)p->pc + oc,
+                               p->n) != MP_OK) {
+            return mp_error(MP_ERR_NOMEM, "out of memory for the matmul packing buffers");
+        }
+        for (int d = p->nb - 1; d >= 0 && ++idx[d] == p->bshape[d]; d--)
+            idx[d] = 0;
+    }
+    return MP_OK;
+}
+
+/* c (contiguous, dtype wt, batch dims broadcasting to a's and b's) (+)= alpha * a @ b. */
+static mp_status matmul_into(mp_tensor *c, mp_tensor *a, mp_tensor *b, double alpha,
+                             int accumulate, const char *op)
+{
+    mm_plan p = {0};
+    mp_status st = mp_matmul_batch_shape(a, b, op, p.bshape, &p.nb);
+    if (st != MP_OK)
+        return st;
+    int cb = c->ndim - 2;
+    int64_t total = 1;
+    for (int d = 0; d < p.nb; d++)
+        total *= p.bshape[d];
+    for (int d = 0; d < cb; d++)
+        if (cb > p.nb || (c->shape[d] != 1 && c->shape[d] != p.bshape[d - cb + p.nb]))
+            return mp_error(MP_ERR_RUNTIME, "%s: internal error: product layout does not "
+                            "match the batch shape", op);
+    p.m = a->shape[a->ndim - 2], p.k = a->shape[a->ndim - 1], p.n = b->shape[b->ndim - 1];
+    if (p.m * p.n == 0)
+        return MP_OK;
+    if (total == 0 || p.k == 0) {
+        if (!accumulate)
+            memset(mp_tensor_data(c), 0, (size_t)mp_tensor_numel(c) * mp_dtype_size(c->dtype));
+        return MP_OK;
+    }
+    mp_tensor *fa = NULL, *fb = NULL;
+    p.wt = c->dtype;
+    if ((st = gemm_operand(a, p.wt, &fa)) == MP_OK && (st = gemm_operand(b, p.wt, &fb)) == MP_OK) {
+        gemm_layout(fa, &p.ta, &p.lda);
+        gemm_layout(fb, &p.tb, &p.ldb);
+        for (int d = 0; d < p.nb; d++) {
+            p.sa[d] = batch_stride(fa, d, p.nb);
+            p.sb[d] = batch_stride(fb, d, p.nb);
+            p.sc[d] = batch_stride(c, d, p.nb);
+        }
+        p.pa = mp_tensor_data(fa), p.pb = mp_tensor_data(fb), p.pc = mp_tensor_data(c);
+        p.alpha = alpha;
+        p.accumulate = accumulate;
+        simplify_plan(&p);
+        st = run_plan(&p);
+    }
+    mp_tensor_decref(fa);
+    mp_tensor_decref(fb);
+    return st;
+}
+
+/* c = beta * bias (broadcast to c's shape); *used says whether c now holds anything. */
+static mp_status init_with_bias(mp_tensor *c, mp_tensor *bias, double beta, const char *op,
+                                int *used)
+{
+    mp_tensor *bx = NULL;
+    *used = 0;
+    mp_status st = mp_view_expand(bias, c->shape, c->ndim, &bx);
+    if (st != MP_OK) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", mp_error_message());
+        return mp_error(st, "%s: %s", op, msg);
+    }
+    if (beta != 0.0) {
+        st = mp_tensor_copy_(c, bx);
+        int64_t n = mp_tensor_numel(c);
+        if (st == MP_OK && beta != 1.0 && c->dtype == MP_DTYPE_INT64) {
+            int64_t *d = mp_tensor_data(c);
+            for (int64_t i = 0; i < n; i++)
+                d[i] = (int64_t)((uint64_t)d[i] * (uint64_t)(int64_t)beta);
+        } else if (st == MP_OK && beta != 1.0) {
+            float *d = mp_tensor_data(c), fb = (float)beta;
+            for (int64_t i = 0; i < n; i++)
+                d[i] *= fb;
+        }
+        *used = st == MP_OK;
+    }
+    mp_tensor_decref(bx);
+    return st;
+}
+
+mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double alpha,
+                            double beta, const int64_t *oshape, int ond,
+                            const int64_t *pshape, int pnd, mp_dtype dt, const char *op,
+                            mp_tensor **out)
+{
+    mp_dtype wt = dt == MP_DTYPE_INT64 ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
+    mp_tensor *c = NULL, *cv = NULL;
+    int accumulate = 0;
+    mp_status st = mp_tensor_empty(oshape, ond, wt, MP_DEVICE_CPU, &c);
+    if (st == MP_OK && bias)
+        st = init_with_bias(c, bias, beta, op, &accumulate);
+    if (st == MP_OK)
+        st = mp_view_reshape(c, pshape, pnd, 1, &cv);
+    if (st == MP_OK)
+        st = matmul_into(cv, a, b, alpha, accumulate, op);
+    mp_tensor_decref(cv);
+    if (st == MP_OK && dt != wt) {
+        st = mp_tensor_cast(c, dt, out);
+        mp_tensor_decref(c);
+    } else if (st == MP_OK) {
+        *out = c;
+    } else {
+        mp_tensor_decref(c);
+    }
+    return st;
+}
