@@ -56,6 +56,14 @@ class Generator:
             self._offset = (offset + used) % (1 << 64)
         return tensor
 
+    def _draw(self, fn, *args):
+        """fn(*args, seed, offset) -> (result, blocks_used): run it on the stream and advance."""
+        with self._lock:
+            seed, offset = self._seed, self._offset
+            result, used = fn(*args, _signed(seed), _signed(offset))
+            self._offset = (offset + used) % (1 << 64)
+        return result
+
 
 def _signed(x):
     return x - (1 << 64) if x >= (1 << 63) else x
