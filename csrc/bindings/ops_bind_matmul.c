@@ -232,14 +232,14 @@ static PyObject *f_dropout(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 /* ---- clamp and where ---- */
 
 /* A bound: None (absent) or a real number; *is_float says it was a float (promotes ints). */
-static int parse_bound(PyObject *obj, const char *fname, const char *arg, int *has, double *v,
-                       int *is_float)
+static int parse_bound(mp_state *s, PyObject *obj, const char *fname, const char *arg, int *has,
+                       double *v, int *is_float)
 {
     *has = obj && obj != Py_None;
     if (!*has)
         return 0;
-    if (!PyFloat_Check(obj) && !PyLong_Check(obj) && !PyIndex_Check(obj) &&
-        !(Py_TYPE(obj)->tp_as_number && Py_TYPE(obj)->tp_as_number->nb_float)) {
+    if (mp_is_tensor(s, obj) || (!PyFloat_Check(obj) && !PyLong_Check(obj) && !PyIndex_Check(obj) &&
+        !(Py_TYPE(obj)->tp_as_number && Py_TYPE(obj)->tp_as_number->nb_float))) {
         PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be a Python number or None, "
                      "not %.100s (tensor bounds are not supported)", fname, arg,
                      Py_TYPE(obj)->tp_name);
@@ -250,8 +250,9 @@ static int parse_bound(PyObject *obj, const char *fname, const char *arg, int *h
 }
 
 /* min/max from (min=None, max=None) positional or keyword arguments. */
-static int parse_clamp(PyObject *const *args, Py_ssize_t nargs, PyObject *kw, const char *fname,
-                       int *has_min, double *lo, int *has_max, double *hi, int *is_float)
+static int parse_clamp(mp_state *s, PyObject *const *args, Py_ssize_t nargs, PyObject *kw,
+                       const char *fname, int *has_min, double *lo, int *has_max, double *hi,
+                       int *is_float)
 {
     PyObject *vals[2] = {NULL, NULL};
     Py_ssize_t nkw = kw ? PyTuple_GET_SIZE(kw) : 0;
@@ -273,8 +274,8 @@ static int parse_clamp(PyObject *const *args, Py_ssize_t nargs, PyObject *kw, co
         vals[which] = args[nargs + i];
     }
     *is_float = 0;
-    if (parse_bound(vals[0], fname, "min", has_min, lo, is_float) < 0 ||
-        parse_bound(vals[1], fname, "max", has_max, hi, is_float) < 0)
+    if (parse_bound(s, vals[0], fname, "min", has_min, lo, is_float) < 0 ||
+        parse_bound(s, vals[1], fname, "max", has_max, hi, is_float) < 0)
         return -1;
     if (!*has_min && !*has_max) {
         PyErr_SetString(PyExc_RuntimeError, "torch.clamp: At least one of 'min' or 'max' must "
@@ -305,7 +306,7 @@ static PyObject *clamp_method(PyObject *self, PyObject *const *args, Py_ssize_t 
     mp_tensor *a = MP_T(self), *out = NULL;
     int has_min, has_max, is_float;
     double lo = 0.0, hi = 0.0;
-    if (parse_clamp(args, nargs, kw, fname, &has_min, &lo, &has_max, &hi, &is_float) < 0)
+    if (parse_clamp(s, args, nargs, kw, fname, &has_min, &lo, &has_max, &hi, &is_float) < 0)
         return NULL;
     if (inplace && is_float && !mp_dtype_is_float(a->dtype)) {
         PyErr_Format(PyExc_RuntimeError, "%s: result type Float can't be cast to the desired "

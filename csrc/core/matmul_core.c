@@ -242,8 +242,10 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
     mp_status st = mp_tensor_empty(oshape, ond, wt, MP_DEVICE_CPU, &c);
     if (st == MP_OK && bias)
         st = init_with_bias(c, bias, beta, op, &accumulate);
-    if (st == MP_OK)
-        st = mp_view_reshape(c, pshape, pnd, 1, &cv);
+    int64_t pstrides[MP_MAX_DIMS];
+    mp_contiguous_strides(pshape, pnd, pstrides);
+    if (st == MP_OK)          /* c is contiguous with pshape's numel: a plain re-labelling */
+        st = mp_view_make(c, pshape, pstrides, pnd, 0, &cv);
     if (st == MP_OK)
         st = matmul_into(cv, a, b, alpha, accumulate, op);
     mp_tensor_decref(cv);
