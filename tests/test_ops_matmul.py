@@ -97,13 +97,18 @@ def test_mm_transposed_and_strided_views(rng, dtype):
     np.testing.assert_array_equal(to_numpy(big), bign.astype(np.float32))   # inputs untouched
 
 
-def test_mm_expanded_operands(rng):
-    row, rown = make(rng, (1, 6), "float32")
-    col, coln = make(rng, (6, 1), "float32")
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_expanded_operands(rng, dtype):
+    row, rown = make(rng, (1, 6), dtype)
+    col, coln = make(rng, (6, 1), dtype)
     a = row.expand(4, 6)                                    # stride 0 along rows
     b = col.expand(6, 3)
     an, bn = np.broadcast_to(rown, (4, 6)), np.broadcast_to(coln, (6, 3))
-    assert_product(a @ b, an @ bn, np.abs(an) @ np.abs(bn), 6, "float32")
+    assert_product(a @ b, an @ bn, np.abs(an) @ np.abs(bn), 6, dtype)
+    m, mn = make(rng, (1, 5, 7), dtype)                     # stride-0 batch dim
+    v, vn = make(rng, (3, 7, 2), dtype)
+    mb = np.broadcast_to(mn, (3, 5, 7))
+    assert_product(m.expand(3, 5, 7) @ v, mb @ vn, np.abs(mb) @ np.abs(vn), 7, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
