@@ -69,7 +69,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     else:
         rows = weight.shape[0] if weight.ndim > 0 else 0
         if not -rows <= padding_idx < rows:
-            raise ValueError("Padding_idx must be within num_embeddings")
+            raise AssertionError("Padding_idx must be within num_embeddings")   # as torch
         if padding_idx < 0:
             padding_idx += rows
     return _C._embedding(weight, input, padding_idx)
