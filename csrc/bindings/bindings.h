@@ -74,6 +74,7 @@ extern PyMethodDef mp_misc_functions[];
 extern PyMethodDef mp_buffer_functions[];
 extern PyMethodDef mp_dlpack_functions[];
 extern PyMethodDef mp_autograd_functions[];
+extern PyMethodDef mp_autocast_functions[];
 extern PyMethodDef mp_ops_functions[];
 extern PyMethodDef mp_tensor_ops_methods[];
 extern PyMethodDef mp_reduce_functions[];        /* ops_bind_reduce.c */

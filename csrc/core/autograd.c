@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "ops.h"
 
@@ -430,12 +431,17 @@ mp_status mp_autograd_backward(mp_tensor *const *roots, mp_tensor *const *root_g
         if (!e.bufs)
             st = mp_error(MP_ERR_NOMEM, "out of memory in backward");
     }
+    /* backward runs without grad recording and without autocast (as torch's engine
+     * threads): each node computes in the dtypes its forward used */
     int was_off = mp_grad_off;
+    mp_autocast_saved ac;
     mp_grad_off = 1;
+    mp_autocast_suspend(&ac);
     if (st == MP_OK)
         st = seed_roots(&e, roots, root_grads, nodes, n_roots);
     for (int i = 0; i < e.order.n && st == MP_OK; i++)
         st = run_node(&e, e.order.nodes[i]);
+    mp_autocast_restore(&ac);
     mp_grad_off = was_off;
     if (st == MP_OK && capture)
         capture_results(&e, capture, n_capture, captured);
