@@ -9,6 +9,7 @@
 
 #include "autocast.h"
 #include "copy.h"
+#include "elementwise.h"
 #include "ops.h"
 
 static _Thread_local int mp_grad_off;     /* 0: enabled (the default) */

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
 
