@@ -77,10 +77,7 @@ class Module:
     _version = 1
     training: bool
 
-    def __init__(self, *args, **kwargs):
-        if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments; "
-                            f"Module.__init__ takes none")
+    def __init__(self):
         setattr_ = super().__setattr__
         setattr_("training", True)
         setattr_("_parameters", {})
