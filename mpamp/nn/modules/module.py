@@ -38,6 +38,7 @@ def _typename(obj):
 
 
 def _forward_unimplemented(self, *input):  # noqa: A002 - torch's name
+    """The computation of the module: every subclass defines it."""
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                               f'"forward" function')
 
