@@ -17,6 +17,7 @@ from ._dlpack import from_dlpack
 from . import backends, cuda
 from . import autograd
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from . import nn
 from ._ops_pointwise import *  # noqa: F401,F403 - the functional op namespace, as torch
 from . import amp, cpu
 from .amp.autocast_mode import default_autocast as autocast
