@@ -92,8 +92,8 @@ void mp_free(void *ptr, size_t nbytes)
 {
     if (!ptr)
         return;
-    size_t rounded;
-    int cls = size_class(nbytes, &rounded);
+    size_t rounded = 0;
+    int cls = size_class(nbytes, &rounded);      /* valid: mp_alloc accepted this size */
     pthread_mutex_lock(&mp_alloc_lock);
     mp_stats.in_use_bytes -= rounded;
     if (mp_stats.cached_bytes + rounded <= cache_limit()) {
