@@ -17,8 +17,15 @@ from ._dlpack import from_dlpack
 from . import backends, cuda
 from . import autograd
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from . import nn
 from ._ops_pointwise import *  # noqa: F401,F403 - the functional op namespace, as torch
 from ._ops_matmul import *  # noqa: F401,F403
+from . import amp, cpu
+from .amp.autocast_mode import default_autocast as autocast
+from .amp.autocast_mode import (clear_autocast_cache, get_autocast_dtype,
+                                is_autocast_cache_enabled, is_autocast_enabled,
+                                set_autocast_cache_enabled, set_autocast_dtype,
+                                set_autocast_enabled)
 
 globals()["bool"] = _bool_dtype        # mpamp.bool, as torch.bool
 float = float32                         # noqa: A001 - torch's alias

@@ -129,6 +129,17 @@ class Tensor(_C.TensorBase):
         return self.permute(*range(self.ndim - 1, -1, -1))
 
     @property
+    def data(self):
+        """The same data without autograd history (a detached view)."""
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        if not isinstance(other, _C.TensorBase):
+            raise TypeError(f"data must be a Tensor, got {type(other).__name__}")
+        _C._set_data(self, other)
+
+    @property
     def is_cpu(self):
         """True for CPU tensors."""
         return not self.is_cuda

@@ -260,3 +260,13 @@ def test_device_objects():
         mpamp.device("cuda:x")
     with pytest.raises(AttributeError):
         d.type = "cpu"
+
+
+def test_data_property():
+    p = mpamp.ones(2, requires_grad=True)
+    d = p.data
+    assert not d.requires_grad and d.data_ptr() == p.data_ptr()
+    p.data = mpamp.zeros(3, dtype="fp16")
+    assert p.shape == (3,) and p.dtype is mpamp.float16 and p.requires_grad
+    with pytest.raises(TypeError, match="data must be a Tensor"):
+        p.data = [1, 2]

@@ -74,12 +74,14 @@ extern PyMethodDef mp_misc_functions[];
 extern PyMethodDef mp_buffer_functions[];
 extern PyMethodDef mp_dlpack_functions[];
 extern PyMethodDef mp_autograd_functions[];
+extern PyMethodDef mp_autocast_functions[];
 extern PyMethodDef mp_ops_functions[];
 extern PyMethodDef mp_tensor_ops_methods[];
 extern PyMethodDef mp_reduce_functions[];        /* ops_bind_reduce.c */
 extern PyMethodDef mp_tensor_reduce_methods[];
 extern PyMethodDef mp_matmul_functions[];        /* ops_bind_matmul.c */
 extern PyMethodDef mp_tensor_matmul_methods[];
+extern PyMethodDef mp_tensor_data_functions[];    /* tensor_data.c: _set_data */
 extern PyType_Slot mp_tensor_number_slots[];
 /* ops_bind.c: a tensor for a Python operand (tensor, or number -> wrapped scalar *owned);
  * 0 ok, 1 not an operand (no exception), -1 error */

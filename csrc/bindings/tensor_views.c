@@ -105,7 +105,6 @@ static PyObject *transpose_view(PyObject *self, int64_t a, int64_t b)
 static PyObject *m_transpose(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t a, b;
-    mp_tensor *out = NULL;
     if (two_ints(args, nargs, "transpose", &a, &b) < 0)
         return NULL;
     return transpose_view(self, a, b);
@@ -114,13 +113,12 @@ static PyObject *m_transpose(PyObject *self, PyObject *const *args, Py_ssize_t n
 static PyObject *m_t(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    mp_tensor *t = MP_T(self), *out = NULL;
+    mp_tensor *t = MP_T(self);
     if (t->ndim > 2) {
         PyErr_Format(PyExc_RuntimeError, "t() expects a tensor with <= 2 dimensions, but self "
                      "is %dD", t->ndim);
         return NULL;
     }
-    (void)out;
     if (t->ndim < 2)
         return Py_NewRef(self);
     return transpose_view(self, 0, 1);

@@ -43,6 +43,14 @@ static size_t cache_limit(void)
     return mp_cache_limit;
 }
 
+/* caller holds mp_alloc_lock */
+static void count_in_use(size_t rounded)
+{
+    mp_stats.in_use_bytes += rounded;
+    if (mp_stats.in_use_bytes > mp_stats.peak_in_use_bytes)
+        mp_stats.peak_in_use_bytes = mp_stats.in_use_bytes;
+}
+
 void *mp_alloc(size_t nbytes)
 {
     size_t rounded;
@@ -59,26 +67,23 @@ void *mp_alloc(size_t nbytes)
         mp_free_lists[cls] = *(void **)p;
         mp_stats.cache_hits++;
         mp_stats.cached_bytes -= rounded;
+        count_in_use(rounded);
     }
     pthread_mutex_unlock(&mp_alloc_lock);
+    if (p)
+        return p;
+    p = aligned_alloc(MP_ALIGNMENT, rounded);
     if (!p) {
+        mp_alloc_empty_cache();                        /* give the system back what we hold */
         p = aligned_alloc(MP_ALIGNMENT, rounded);
-        if (!p) {
-            mp_alloc_empty_cache();                    /* give the system back what we hold */
-            p = aligned_alloc(MP_ALIGNMENT, rounded);
-        }
-        if (!p) {
-            mp_error(MP_ERR_NOMEM, "out of memory: failed to allocate %zu bytes", nbytes);
-            return NULL;
-        }
-        pthread_mutex_lock(&mp_alloc_lock);
-        mp_stats.system_allocs++;
-        pthread_mutex_unlock(&mp_alloc_lock);
+    }
+    if (!p) {
+        mp_error(MP_ERR_NOMEM, "out of memory: failed to allocate %zu bytes", nbytes);
+        return NULL;
     }
     pthread_mutex_lock(&mp_alloc_lock);
-    mp_stats.in_use_bytes += rounded;
-    if (mp_stats.in_use_bytes > mp_stats.peak_in_use_bytes)
-        mp_stats.peak_in_use_bytes = mp_stats.in_use_bytes;
+    mp_stats.system_allocs++;
+    count_in_use(rounded);
     pthread_mutex_unlock(&mp_alloc_lock);
     return p;
 }
@@ -87,8 +92,8 @@ void mp_free(void *ptr, size_t nbytes)
 {
     if (!ptr)
         return;
-    size_t rounded;
-    int cls = size_class(nbytes, &rounded);
+    size_t rounded = 0;
+    int cls = size_class(nbytes, &rounded);      /* valid: mp_alloc accepted this size */
     pthread_mutex_lock(&mp_alloc_lock);
     mp_stats.in_use_bytes -= rounded;
     if (mp_stats.cached_bytes + rounded <= cache_limit()) {

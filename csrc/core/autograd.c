@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
+#include "elementwise.h"
 #include "ops.h"
 
 static _Thread_local int mp_grad_off;     /* 0: enabled (the default) */
@@ -53,11 +55,7 @@ void mp_node_decref(mp_node *n)
                 n->leaf->grad_accumulator = NULL;
             mp_tensor_decref(n->leaf);
         }
-        free(n->next);
-        free(n->in_dtypes);
-        free(n->in_ndims);
-        free(n->in_shapes);
-        free(n);
+        free(n);                       /* the arrays live in the same block */
         n = next_to_free;
     }
 }
@@ -78,25 +76,24 @@ int mp_any_requires_grad(mp_tensor *const *inputs, int n)
     return 0;
 }
 
+/* One allocation holds the node and its per-input arrays (nodes are made on every op). */
 static mp_node *node_new(const char *name, mp_backward_fn backward, int n_inputs,
                          int n_outputs)
 {
-    mp_node *n = calloc(1, sizeof *n);
+    size_t k = (size_t)(n_inputs ? n_inputs : 1);
+    size_t size = sizeof(mp_node) + k * (sizeof(mp_edge) + MP_MAX_DIMS * sizeof(int64_t) +
+                                         sizeof(mp_dtype) + sizeof(int));
+    mp_node *n = calloc(1, size);
     if (!n)
         return NULL;
-    size_t k = (size_t)(n_inputs ? n_inputs : 1);
-    n->next = calloc(k, sizeof *n->next);
-    n->in_dtypes = calloc(k, sizeof *n->in_dtypes);
-    n->in_ndims = calloc(k, sizeof *n->in_ndims);
-    n->in_shapes = calloc(k * MP_MAX_DIMS, sizeof *n->in_shapes);
-    if (!n->next || !n->in_dtypes || !n->in_ndims || !n->in_shapes) {
-        free(n->next);
-        free(n->in_dtypes);
-        free(n->in_ndims);
-        free(n->in_shapes);
-        free(n);
-        return NULL;
-    }
+    char *p = (char *)(n + 1);          /* largest alignment first */
+    n->next = (mp_edge *)p;
+    p += k * sizeof(mp_edge);
+    n->in_shapes = (int64_t *)p;
+    p += k * MP_MAX_DIMS * sizeof(int64_t);
+    n->in_dtypes = (mp_dtype *)p;
+    p += k * sizeof(mp_dtype);
+    n->in_ndims = (int *)p;
     n->refcount = 1;
     n->name = name;
     n->backward = backward;
@@ -435,12 +432,17 @@ mp_status mp_autograd_backward(mp_tensor *const *roots, mp_tensor *const *root_g
         if (!e.bufs)
             st = mp_error(MP_ERR_NOMEM, "out of memory in backward");
     }
+    /* backward runs without grad recording and without autocast (as torch's engine
+     * threads): each node computes in the dtypes its forward used */
     int was_off = mp_grad_off;
+    mp_autocast_saved ac;
     mp_grad_off = 1;
+    mp_autocast_suspend(&ac);
     if (st == MP_OK)
         st = seed_roots(&e, roots, root_grads, nodes, n_roots);
     for (int i = 0; i < e.order.n && st == MP_OK; i++)
         st = run_node(&e, e.order.nodes[i]);
+    mp_autocast_restore(&ac);
     mp_grad_off = was_off;
     if (st == MP_OK && capture)
         capture_results(&e, capture, n_capture, captured);

@@ -220,6 +220,11 @@ mp_status mp_broadcast_all(mp_tensor *const *ins, int n, int64_t *shape, int *nd
     }
     *ndim = nd;
     for (int i = 0; i < n; i++) {
+        if (ins[i]->ndim == nd && memcmp(ins[i]->shape, shape, sizeof(int64_t) *
+                                         (size_t)nd) == 0) {
+            mp_tensor_incref(expanded[i] = ins[i]);     /* already the right shape */
+            continue;
+        }
         mp_status st = mp_view_expand(ins[i], shape, nd, &expanded[i]);
         if (st != MP_OK) {
             mp_decref_all(expanded, i);

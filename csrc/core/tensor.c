@@ -125,7 +125,7 @@ mp_status mp_tensor_empty(const int64_t *shape, int ndim, mp_dtype dtype, mp_dev
 {
     int64_t numel;
     int64_t strides[MP_MAX_DIMS];
-    mp_storage *s;
+    mp_storage *s = NULL;
     mp_status st = mp_shape_check(shape, ndim, dtype, &numel);
     if (st != MP_OK)
         return st;

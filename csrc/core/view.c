@@ -115,7 +115,7 @@ mp_status mp_view_permute(mp_tensor *t, const int64_t *dims, int ndim, mp_tensor
                         "input does not match the length of the desired ordering of dimensions "
                         "i.e. input.dim() = %d is not equal to len(dims) = %d", t->ndim, ndim);
     for (int i = 0; i < ndim; i++) {
-        int d;
+        int d = 0;
         mp_status st = mp_wrap_dim(dims[i], ndim, &d);
         if (st != MP_OK)
             return st;
@@ -130,7 +130,7 @@ mp_status mp_view_permute(mp_tensor *t, const int64_t *dims, int ndim, mp_tensor
 
 mp_status mp_view_transpose(mp_tensor *t, int64_t d0, int64_t d1, mp_tensor **out)
 {
-    int a, b;
+    int a = 0, b = 0;
     int64_t shape[MP_MAX_DIMS], strides[MP_MAX_DIMS];
     mp_status st = mp_wrap_dim(d0, t->ndim, &a);
     if (st == MP_OK)

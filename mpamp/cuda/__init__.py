@@ -16,3 +16,11 @@ def is_built():
 def device_count():
     """Number of usable CUDA devices (0 without a GPU)."""
     return int(_C._cuda_device_count())
+
+
+def is_bf16_supported(including_emulation=True):
+    """True when a CUDA device with bfloat16 support is present (False without a GPU)."""
+    return is_available()
+
+
+from . import amp  # noqa: E402,F401 - torch.cuda.amp

@@ -1,0 +1,19 @@
+"""Flatten: merges a range of dimensions into one (torch.nn.Flatten)."""
+from .module import Module
+
+__all__ = ["Flatten"]
+
+
+class Flatten(Module):
+    """input.flatten(start_dim, end_dim); by default keeps the batch dimension."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input):  # noqa: A002 - torch's parameter name
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

@@ -1,0 +1,4 @@
+"""mpamp.nn.utils: gradient clipping and hook handles (torch.nn.utils)."""
+from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
