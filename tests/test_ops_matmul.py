@@ -330,6 +330,37 @@ def test_large_products_release_the_gil():
     assert [s for s in stamps if lo < s < hi], "no Python thread ran during the product"
 
 
+# ---- autocast ----
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_products_under_autocast(rng, dtype):
+    x, xn = make(rng, (4, 6), "float32")
+    w, wn = make(rng, (5, 6), "float32", True)
+    b, bn = make(rng, (5,), "float32", True)
+    low = getattr(mpamp, dtype)
+    rx, rw, rb = (to_numpy(t.detach().to(low)).astype(np.float64) for t in (x, w, b))
+    with mpamp.autocast(dtype=dtype):
+        outs = [mpamp.linear(x, w, b), mpamp.addmm(b, x, w.T), x @ w.T, mpamp.mm(x, w.T),
+                x.matmul(w.T)]
+        mixed = mpamp.matmul(x.to(low), w.T)                      # no dtype error here
+        bmm = mpamp.bmm(x.unsqueeze(0), w.T.unsqueeze(0))
+        ints = mpamp.ones(2, 2).long() @ mpamp.ones(2, 2).long()
+    ref = rx @ rw.T
+    for out in outs[:2]:
+        assert_product(out, ref + rb, np.abs(rx) @ np.abs(rw.T) + np.abs(rb), 7, dtype)
+    for out in outs[2:] + [bmm[0]]:
+        assert_product(out, ref, np.abs(rx) @ np.abs(rw.T), 6, dtype)
+    assert ints.dtype == mpamp.int64
+    np.testing.assert_array_equal(to_numpy(mixed), to_numpy(outs[2]))
+    outs[0].float().backward(mpamp.ones(4, 5))
+    assert w.grad.dtype == mpamp.float32 and b.grad.dtype == mpamp.float32
+    np.testing.assert_allclose(to_numpy(b.grad), np.full(5, 4.0))
+    with mpamp.autocast(dtype=dtype):
+        assert mpamp.cat([outs[0], mpamp.ones(1, 5)]).dtype == mpamp.float32    # promote
+        assert mpamp.stack([outs[0], outs[1]]).dtype == low
+    assert mpamp.mm(x, w.T).dtype == mpamp.float32                # outside the region
+
+
 # ---- errors ----
 
 def test_dtype_errors():
