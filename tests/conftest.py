@@ -34,3 +34,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("cuda") is not None:
             item.add_marker(skip)
+
+
+def run_python(code, **env_extra):
+    """Run code in a fresh interpreter that imports the same mpamp as this process (whether
+    installed or built in place), from a neutral working directory."""
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mpamp.__file__)))
+    env = {**os.environ, **env_extra}
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, cwd="/")

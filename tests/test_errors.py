@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import mpamp
+from conftest import run_python
 
 
 def test_ragged_and_non_numeric_lists():
@@ -74,12 +75,8 @@ def test_from_numpy_layout_errors():
     assert mpamp.tensor(be).tolist() == [0, 1, 2]       # converted by a copy
 
 
-def test_isa_env_validation(monkeypatch):
-    import subprocess
-    import sys
-    out = subprocess.run([sys.executable, "-W", "always", "-c",
-                          "import mpamp; print(mpamp.backends.cpu.get_isa())"],
-                         capture_output=True, text=True, cwd="/",
-                         env={**__import__("os").environ, "MPAMP_CPU_ISA": "sse9"})
+def test_isa_env_validation():
+    out = run_python("import warnings; warnings.simplefilter('always'); import mpamp; "
+                     "print(mpamp.backends.cpu.get_isa())", MPAMP_CPU_ISA="sse9")
     assert out.returncode == 0 and "not one of scalar, avx2, avx512, avx512bf16" in out.stderr
     assert out.stdout.strip() == mpamp.backends.cpu.get_isa()

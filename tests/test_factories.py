@@ -1,12 +1,10 @@
 """zeros/ones/empty/full(+_like), arange, and the counter-based random factories."""
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import mpamp
-from conftest import to_numpy
+from conftest import run_python, to_numpy
 
 FLOATS = ["float32", "float16", "bfloat16"]
 
@@ -87,11 +85,8 @@ def test_same_numbers_in_a_fresh_process_and_on_every_isa():
     code = ("import mpamp; mpamp.manual_seed(7); "
             "print(mpamp.rand(5).tolist(), mpamp.randn(5, dtype='bf16').tolist(), "
             "mpamp.randint(-5, 5, (5,)).tolist())")
-    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, cwd="/").stdout
-    scalar = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True, cwd="/", env={**__import__("os").environ,
-                                             "MPAMP_CPU_ISA": "scalar"}).stdout
+    here = run_python(code).stdout
+    scalar = run_python(code, MPAMP_CPU_ISA="scalar").stdout
     assert here == scalar and here.strip()
     mpamp.manual_seed(7)
     expected = f"{mpamp.rand(5).tolist()} {mpamp.randn(5, dtype='bf16').tolist()} " \

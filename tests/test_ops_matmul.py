@@ -3,16 +3,13 @@
 Inputs are rounded to the dtype first and the reference is the float64 product of the rounded
 values. The bound scales with the contraction length, as an fp32 accumulation error does:
 |out - ref| <= (K + 2) * 2**-24 * (|A| @ |B|) + one rounding to the output dtype."""
-import os
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
 
 import mpamp
-from conftest import to_numpy
+from conftest import to_numpy, run_python
 
 DTYPES = ["float32", "float16", "bfloat16"]
 ROUND = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
@@ -280,9 +277,7 @@ def test_scalar_isa_gives_the_same_products():
             "tol = 302 * 2.0**-24 * (np.abs(a) @ np.abs(b))\n"
             "assert (np.abs(out.numpy() - ref) <= tol).all()\n"
             "print(mpamp.backends.cpu.get_cpu_capability())\n")
-    env = dict(os.environ, MPAMP_CPU_ISA="scalar")
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    res = run_python(code, MPAMP_CPU_ISA="scalar")
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "scalar"
 

@@ -78,24 +78,25 @@ mp_status mp_view_reshape(mp_tensor *t, const int64_t *shape_in, int ndim, int v
             known *= shape[i];
         }
     }
-    mp_format_shape(a, sizeof a, shape_in, ndim);
-    mp_format_shape(b, sizeof b, t->shape, t->ndim);
-    if (infer >= 0) {
-        if (known == 0 || numel % known != 0)
-            return mp_error(MP_ERR_SHAPE, "shape '%s' is invalid for input of size %lld "
-                            "(input shape %s)", a, (long long)numel, b);
-        shape[infer] = numel / known;
-    } else if (known != numel) {
+    int bad_size = infer >= 0 ? known == 0 || numel % known != 0 : known != numel;
+    if (bad_size) {
+        mp_format_shape(a, sizeof a, shape_in, ndim);      /* only on the error path */
+        mp_format_shape(b, sizeof b, t->shape, t->ndim);
         return mp_error(MP_ERR_SHAPE, "shape '%s' is invalid for input of size %lld "
                         "(input shape %s)", a, (long long)numel, b);
     }
+    if (infer >= 0)
+        shape[infer] = numel / known;
     if (view_strides(t, shape, ndim, strides))
         return mp_view_make(t, shape, strides, ndim, t->offset, out);
-    if (view_only)
+    if (view_only) {
+        mp_format_shape(a, sizeof a, shape_in, ndim);
+        mp_format_shape(b, sizeof b, t->shape, t->ndim);
         return mp_error(MP_ERR_SHAPE, "view size is not compatible with input tensor's size "
                         "and stride (at least one dimension spans across two contiguous "
                         "subspaces). Use .reshape(...) instead. (input shape %s, view %s)",
                         b, a);
+    }
     mp_tensor *c;
     mp_status st = mp_tensor_contiguous(t, &c);
     if (st != MP_OK)
