@@ -18,6 +18,7 @@ from . import backends, cuda
 from . import autograd
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from ._ops_pointwise import *  # noqa: F401,F403 - the functional op namespace, as torch
+from ._ops_reduce import *  # noqa: F401,F403
 
 globals()["bool"] = _bool_dtype        # mpamp.bool, as torch.bool
 float = float32                         # noqa: A001 - torch's alias
