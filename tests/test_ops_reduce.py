@@ -473,3 +473,40 @@ def test_against_torch(rng):
             np.testing.assert_allclose(to_numpy(gx), tgx.float().numpy(),
                                        rtol=rtol * scale, atol=atol * scale * 100)
         assert x.argmax().item() == tx.argmax().item()
+
+
+# ---- no leaks, on success and on every error path ----
+
+def test_no_leaked_storage_across_ops_and_errors(rng):
+    import gc
+    stats = mpamp.backends.cpu.allocator_stats
+
+    def run():
+        x = mk(data(rng, (4, 5)), "bfloat16", requires_grad=True)
+        w = mk(data(rng, (5,)), requires_grad=True)
+        t = mpamp.tensor(np.array([0, 4, 1, -100]))
+        outs = [x.sum(0), x.mean(), x.max(1).values, x.max(), x.softmax(0), x.log_softmax(1),
+                mpamp.layer_norm(x, (5,), w, w), mpamp.cross_entropy(x, t, label_smoothing=0.1),
+                mpamp.nll_loss(x, t, reduction="none"), mpamp.mse_loss(x, x * 2),
+                mpamp.l1_loss(x, w.expand(4, 5)), mpamp.binary_cross_entropy_with_logits(x, x.sigmoid()),
+                mpamp.cross_entropy(x, x.softmax(1))]
+        total = outs[0].sum()
+        for o in outs[1:]:
+            total = total + o.float().sum()
+        total.backward()
+        x.argmax(1)
+        for bad in (lambda: mpamp.cross_entropy(x, mpamp.tensor([0, 9, 1, 2])),
+                    lambda: mpamp.nll_loss(x, mpamp.tensor([0, 1])),
+                    lambda: mpamp.layer_norm(x, (4,)), lambda: x.sum((0, 0)),
+                    lambda: mpamp.zeros(0, 2).max(0), lambda: x.softmax(3),
+                    lambda: mpamp.binary_cross_entropy_with_logits(x, x, weight=mpamp.ones(3))):
+            with pytest.raises((IndexError, ValueError, RuntimeError)):
+                bad()
+
+    run()
+    gc.collect()
+    base = stats()["in_use_bytes"]
+    for _ in range(20):
+        run()
+    gc.collect()
+    assert stats()["in_use_bytes"] == base
