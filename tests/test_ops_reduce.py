@@ -488,7 +488,8 @@ def test_no_leaked_storage_across_ops_and_errors(rng):
         outs = [x.sum(0), x.mean(), x.max(1).values, x.max(), x.softmax(0), x.log_softmax(1),
                 mpamp.layer_norm(x, (5,), w, w), mpamp.cross_entropy(x, t, label_smoothing=0.1),
                 mpamp.nll_loss(x, t, reduction="none"), mpamp.mse_loss(x, x * 2),
-                mpamp.l1_loss(x, w.expand(4, 5)), mpamp.binary_cross_entropy_with_logits(x, x.sigmoid()),
+                mpamp.l1_loss(x, w.expand(4, 5)),
+                mpamp.binary_cross_entropy_with_logits(x, x.sigmoid()),
                 mpamp.cross_entropy(x, x.softmax(1))]
         total = outs[0].sum()
         for o in outs[1:]:
