@@ -44,13 +44,14 @@ mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out);
 mp_status mp_op_layer_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
                            mp_tensor *weight, mp_tensor *bias, double eps, mp_tensor **out);
 
-/* ---- losses (ops_loss.c); reduction: 0 none, 1 mean, 2 sum ---- */
+/* ---- losses (ops_loss.c, ops_loss_nll.c); reduction: 0 none, 1 mean, 2 sum ---- */
 enum { MP_RED_NONE = 0, MP_RED_MEAN = 1, MP_RED_SUM = 2 };
 mp_status mp_op_mse_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out);
 mp_status mp_op_l1_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out);
 /* input (N, C) or (N, C, d1...) or (C); target int64 class indices; weight may be NULL */
 mp_status mp_op_nll_loss(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                          int64_t ignore_index, int reduction, mp_tensor **out);
+/* target: int64 class indices, or class probabilities (a float tensor of input's shape) */
 mp_status mp_op_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                               int64_t ignore_index, int reduction, double label_smoothing,
                               mp_tensor **out);

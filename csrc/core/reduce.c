@@ -30,9 +30,38 @@ typedef struct {
     const mp_cpu_kernels *k;
 } sum_ctx;
 
+/* Four partial sums so the double adds overlap (a single chain waits on each add). */
+static double sum_chunk(const float *x, int64_t m)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) {
+        s0 += x[i];
+        s1 += x[i + 1];
+        s2 += x[i + 2];
+        s3 += x[i + 3];
+    }
+    for (; i < m; i++)
+        s0 += x[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* int64/bool: added as doubles (exact up to 2^53), never through fp32 */
+static void sum_run_int(char **ptrs, const int64_t *strides, int64_t n, const sum_ctx *c)
+{
+    double *acc = (double *)ptrs[0];
+    int64_t step = strides[1] * (int64_t)mp_dtype_size(c->dt);
+    for (int64_t i = 0; i < n; i++)
+        acc[i * strides[0]] += mp_load_f64(c->dt, ptrs[1] + i * step);
+}
+
 static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
 {
     const sum_ctx *c = vctx;
+    if (!mp_dtype_is_float(c->dt)) {
+        sum_run_int(ptrs, strides, n, c);
+        return;
+    }
     double *acc = (double *)ptrs[0];
     const char *src = ptrs[1];
     int64_t step = strides[1] * (int64_t)mp_dtype_size(c->dt);
@@ -50,10 +79,7 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
             for (int64_t i = 0; i < m; i++)
                 buf[i] = (float)mp_load_f64(c->dt, p + i * step);
         if (strides[0] == 0) {
-            double s = 0.0;
-            for (int64_t i = 0; i < m; i++)
-                s += buf[i];
-            acc[0] += s;
+            acc[0] += sum_chunk(buf, m);
         } else {
             double *a = acc + i0 * strides[0];
             for (int64_t i = 0; i < m; i++)

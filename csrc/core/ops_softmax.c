@@ -1,0 +1,93 @@
+/* ops_softmax.c - softmax and log_softmax along one dim, and their backward. Each row along
+ * the dim (rows.h) is processed in fp32: subtract the row max, exponentiate, sum in double.
+ * A NaN anywhere in a row makes the whole row NaN, as torch; the output has the input dtype. */
+#include <math.h>
+
+#include "ops.h"
+#include "rows.h"
+#include "view.h"
+
+static void softmax_row(const float *const *in, float *out, int64_t len, int64_t row,
+                        void *ctx)
+{
+    (void)row;
+    int log_form = *(const int *)ctx;
+    const float *x = in[0];
+    float m = -INFINITY;
+    for (int64_t i = 0; i < len; i++)
+        if (x[i] > m)
+            m = x[i];
+    for (int64_t i = 0; i < len; i++)
+        out[i] = expf(x[i] - m);
+    double s = mp_sum_f32(out, len);
+    if (log_form) {
+        float ls = (float)log(s);
+        for (int64_t i = 0; i < len; i++)
+            out[i] = (x[i] - m) - ls;
+    } else {
+        float inv = (float)(1.0 / s);
+        for (int64_t i = 0; i < len; i++)
+            out[i] *= inv;
+    }
+}
+
+/* softmax: dx = y * (g - sum(g * y)); log_softmax: dx = g - exp(y) * sum(g) */
+static void softmax_grad_row(const float *const *in, float *out, int64_t len, int64_t row,
+                             void *ctx)
+{
+    (void)row;
+    int log_form = *(const int *)ctx;
+    const float *g = in[0], *y = in[1];
+    double s = 0.0;
+    if (log_form) {
+        s = mp_sum_f32(g, len);
+        for (int64_t i = 0; i < len; i++)
+            out[i] = g[i] - expf(y[i]) * (float)s;
+    } else {
+        for (int64_t i = 0; i < len; i++)
+            s += (double)g[i] * y[i];
+        for (int64_t i = 0; i < len; i++)
+            out[i] = y[i] * (g[i] - (float)s);
+    }
+}
+
+static mp_status softmax_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+{
+    mp_tensor *y = mp_node_saved(n, 0);
+    if (!y)
+        return MP_ERR_RUNTIME;
+    int log_form = (int)n->iargs[1];
+    mp_tensor *ins[2] = {gout[0], y};
+    mp_dtype dt = mp_dtype_is_float(gout[0]->dtype) ? gout[0]->dtype : MP_DTYPE_FLOAT32;
+    return mp_rows_map(ins, 2, (int)n->iargs[0], dt, softmax_grad_row, &log_form, &gin[0]);
+}
+
+mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out)
+{
+    *out = NULL;
+    int d, log_form = log != 0;
+    if (!mp_dtype_is_float(a->dtype))
+        return mp_error(MP_ERR_RUNTIME, "\"%s\" not implemented for '%s'", log_form ?
+                        "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
+                        mp_dtype_torch_name(a->dtype));
+    mp_status st = mp_wrap_dim(dim, a->ndim, &d);
+    if (st != MP_OK)
+        return st;
+    if (a->ndim == 0)
+        d = 0;
+    st = mp_rows_map(&a, 1, d, a->dtype, softmax_row, &log_form, out);
+    mp_node *node = NULL;
+    if (st == MP_OK)
+        st = mp_autograd_record(log_form ? "LogSoftmaxBackward0" : "SoftmaxBackward0",
+                                softmax_backward, &a, 1, out, 1, &node);
+    if (st == MP_OK && node) {
+        node->iargs[0] = d;
+        node->iargs[1] = log_form;
+        st = mp_node_save(node, 0, *out);
+    }
+    if (st != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return st;
+}

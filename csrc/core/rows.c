@@ -1,0 +1,190 @@
+/* rows.c - row views along one dimension and the row loop (see rows.h). Only the layout
+ * change (permute + contiguous copy) and the fp32 conversions live here; the per-row math
+ * belongs to the op files. */
+#include "rows.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cpu/dispatch.h"
+#include "copy.h"
+#include "view.h"
+
+const char *mp_dtype_torch_name(mp_dtype dt)
+{
+    switch (dt) {
+    case MP_DTYPE_FLOAT32: return "Float";
+    case MP_DTYPE_FLOAT16: return "Half";
+    case MP_DTYPE_BFLOAT16: return "BFloat16";
+    case MP_DTYPE_INT64: return "Long";
+    case MP_DTYPE_BOOL: return "Bool";
+    default: return "?";
+    }
+}
+
+double mp_sum_f32(const float *x, int64_t n)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += x[i];
+        s1 += x[i + 1];
+        s2 += x[i + 2];
+        s3 += x[i + 3];
+    }
+    for (; i < n; i++)
+        s0 += x[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+double mp_sum_sq_dev_f32(const float *x, int64_t n, double c)
+{
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        double d0 = x[i] - c, d1 = x[i + 1] - c, d2 = x[i + 2] - c, d3 = x[i + 3] - c;
+        s0 += d0 * d0;
+        s1 += d1 * d1;
+        s2 += d2 * d2;
+        s3 += d3 * d3;
+    }
+    for (; i < n; i++)
+        s0 += (x[i] - c) * (x[i] - c);
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* perm moves dim last; inverse puts it back. */
+static void dim_last_perm(int ndim, int dim, int64_t *perm, int64_t *inverse)
+{
+    int k = 0;
+    for (int d = 0; d < ndim; d++)
+        if (d != dim)
+            perm[k++] = d;
+    perm[k] = dim;
+    for (int i = 0; i < ndim; i++)
+        inverse[perm[i]] = i;
+}
+
+void mp_rows_shape(const int64_t *shape, int ndim, int dim, int64_t *out)
+{
+    int k = 0;
+    for (int d = 0; d < ndim; d++)
+        if (d != dim)
+            out[k++] = shape[d];
+    if (ndim > 0)
+        out[k] = shape[dim];
+}
+
+mp_status mp_rows_of(mp_tensor *a, int dim, mp_tensor **rows)
+{
+    if (a->ndim == 0 || dim == a->ndim - 1)
+        return mp_tensor_contiguous(a, rows);
+    int64_t perm[MP_MAX_DIMS], inv[MP_MAX_DIMS];
+    dim_last_perm(a->ndim, dim, perm, inv);
+    mp_tensor *p;
+    mp_status st = mp_view_permute(a, perm, a->ndim, &p);
+    if (st != MP_OK)
+        return st;
+    st = mp_tensor_contiguous(p, rows);
+    mp_tensor_decref(p);
+    return st;
+}
+
+mp_status mp_rows_restore(mp_tensor *rows, int dim, mp_tensor **out)
+{
+    if (rows->ndim == 0 || dim == rows->ndim - 1) {
+        mp_tensor_incref(rows);
+        *out = rows;
+        return MP_OK;
+    }
+    int64_t perm[MP_MAX_DIMS], inv[MP_MAX_DIMS];
+    dim_last_perm(rows->ndim, dim, perm, inv);
+    mp_tensor *p;
+    mp_status st = mp_view_permute(rows, inv, rows->ndim, &p);
+    if (st != MP_OK)
+        return st;
+    st = mp_tensor_contiguous(p, out);
+    mp_tensor_decref(p);
+    return st;
+}
+
+const float *mp_row_load(mp_dtype dt, const void *data, int64_t r, int64_t len, float *buf)
+{
+    size_t sz = mp_dtype_size(dt);
+    const char *p = (const char *)data + (size_t)(r * len) * sz;
+    switch (dt) {
+    case MP_DTYPE_FLOAT32: return (const float *)p;
+    case MP_DTYPE_FLOAT16: mp_cpu()->f16_to_f32((const mp_half *)p, buf, (size_t)len); break;
+    case MP_DTYPE_BFLOAT16: mp_cpu()->bf16_to_f32((const mp_bf16 *)p, buf, (size_t)len); break;
+    default:
+        for (int64_t i = 0; i < len; i++)
+            buf[i] = (float)mp_load_f64(dt, p + (size_t)i * sz);
+        break;
+    }
+    return buf;
+}
+
+void mp_row_store(mp_dtype dt, void *data, int64_t r, int64_t len, const float *src)
+{
+    size_t sz = mp_dtype_size(dt);
+    char *p = (char *)data + (size_t)(r * len) * sz;
+    switch (dt) {
+    case MP_DTYPE_FLOAT32:
+        if ((const float *)p != src)
+            memcpy(p, src, (size_t)len * sizeof(float));
+        break;
+    case MP_DTYPE_FLOAT16: mp_cpu()->f32_to_f16(src, (mp_half *)p, (size_t)len); break;
+    case MP_DTYPE_BFLOAT16: mp_cpu()->f32_to_bf16(src, (mp_bf16 *)p, (size_t)len); break;
+    default:
+        for (int64_t i = 0; i < len; i++) {
+            mp_scalar v = {src[i], 0, 0};
+            mp_store_scalar(dt, p + (size_t)i * sz, v);
+        }
+        break;
+    }
+}
+
+static void run_rows(mp_tensor *const *rows, int n_in, mp_tensor *orows, int64_t nrows,
+                     int64_t len, float *bufs, mp_row_fn fn, void *ctx)
+{
+    const float *in[MP_ROWS_MAX_IN];
+    float *obuf = bufs + (size_t)n_in * (size_t)len;
+    void *odata = mp_tensor_data(orows);
+    int direct = orows->dtype == MP_DTYPE_FLOAT32;
+    for (int64_t r = 0; r < nrows; r++) {
+        for (int k = 0; k < n_in; k++)
+            in[k] = mp_row_load(rows[k]->dtype, mp_tensor_data(rows[k]), r, len,
+                                bufs + (size_t)k * (size_t)len);
+        float *dst = direct ? (float *)odata + r * len : obuf;
+        fn(in, dst, len, r, ctx);
+        if (!direct)
+            mp_row_store(orows->dtype, odata, r, len, dst);
+    }
+}
+
+mp_status mp_rows_map(mp_tensor *const *ins, int n_in, int dim, mp_dtype out_dtype,
+                      mp_row_fn fn, void *ctx, mp_tensor **out)
+{
+    mp_tensor *rows[MP_ROWS_MAX_IN] = {NULL}, *orows = NULL;
+    mp_tensor *a = ins[0];
+    int64_t len = a->ndim ? a->shape[dim] : 1, numel = mp_tensor_numel(a);
+    int64_t nrows = len ? numel / len : 0;
+    float *bufs = NULL;
+    mp_status st = MP_OK;
+    *out = NULL;
+    for (int k = 0; k < n_in && st == MP_OK; k++)
+        st = mp_rows_of(ins[k], dim, &rows[k]);
+    if (st == MP_OK)
+        st = mp_tensor_empty(rows[0]->shape, a->ndim, out_dtype, MP_DEVICE_CPU, &orows);
+    if (st == MP_OK && !(bufs = malloc(sizeof(float) * (size_t)(n_in + 1) * (size_t)(len + 1))))
+        st = mp_error(MP_ERR_NOMEM, "out of memory for a row buffer");
+    if (st == MP_OK) {
+        run_rows(rows, n_in, orows, nrows, len, bufs, fn, ctx);
+        st = mp_rows_restore(orows, dim, out);
+    }
+    free(bufs);
+    for (int k = 0; k < n_in; k++)
+        mp_tensor_decref(rows[k]);
+    mp_tensor_decref(orows);
+    return st;
+}
