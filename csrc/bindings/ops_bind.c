@@ -4,6 +4,7 @@
  * priority), as torch does. Other op groups bind in ops_bind_<group>.c. */
 #include "bindings.h"
 
+#include "../core/autocast.h"
 #include "../core/elementwise.h"
 #include "../core/ops.h"
 
@@ -90,7 +91,14 @@ static PyObject *binary(mp_state *s, int which, PyObject *a, PyObject *b, double
     case MP_BIN_SUB: st = mp_op_sub(ta, tb, alpha, &out); break;
     case MP_BIN_MUL: st = mp_op_mul(ta, tb, &out); break;
     case MP_BIN_DIV: st = mp_op_div(ta, tb, &out); break;
-    default: st = mp_op_pow(ta, tb, &out); break;
+    default: {
+        mp_tensor *in[2] = {ta, tb}, *cast[2] = {NULL, NULL};
+        st = mp_autocast_args(MP_AC_OP_POW, in, 2, cast);
+        if (st == MP_OK)
+            st = mp_op_pow(cast[0], cast[1], &out);
+        mp_decref_all(cast, 2);
+        break;
+    }
     }
     mp_tensor_decref(oa);
     mp_tensor_decref(ob);
@@ -129,10 +137,21 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
     return binary(state_for(a, b), MP_BIN_POW, a, b, 1.0, 0);
 }
 
+/* the autocast entry of the pointwise ops that have one (fp32 on CUDA), else -1 */
+static int autocast_op_of(mp_unary_op op)
+{
+    return op == MP_UN_EXP ? MP_AC_OP_EXP : op == MP_UN_LOG ? MP_AC_OP_LOG
+         : op == MP_UN_RSQRT ? MP_AC_OP_RSQRT : -1;
+}
+
 static PyObject *unary(PyObject *self, mp_unary_op op)
 {
-    mp_tensor *out;
-    mp_status st = mp_op_unary(op, MP_T(self), &out);
+    mp_tensor *out, *in = MP_T(self), *owned = NULL;
+    int ac = autocast_op_of(op);
+    mp_status st = ac >= 0 ? mp_autocast_args((mp_ac_op)ac, &in, 1, &owned) : MP_OK;
+    if (st == MP_OK)
+        st = mp_op_unary(op, owned ? owned : in, &out);
+    mp_tensor_decref(owned);
     return st == MP_OK ? mp_wrap(STATE_OF(self), out) : mp_raise(st);
 }
 
