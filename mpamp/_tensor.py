@@ -173,9 +173,11 @@ class Tensor(_C.TensorBase):
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate the gradient of this tensor into the leaves' .grad."""
-        from .autograd import backward
-        backward(self, None if gradient is None else (gradient,), retain_graph, create_graph,
-                 inputs)
+        if create_graph or inputs is not None:
+            from .autograd import backward
+            return backward(self, None if gradient is None else (gradient,), retain_graph,
+                            create_graph, inputs)
+        _C._backward((self,), (gradient,), bool(retain_graph))
 
     def retain_grad(self):
         """Unsupported: gradients of non-leaf tensors are not stored."""

@@ -109,7 +109,10 @@ int mp_parse_scalar(PyObject *obj, const char *fname, mp_scalar *out)
 
 PyObject *mp_shape_to_size(mp_state *s, const int64_t *shape, int ndim)
 {
-    PyObject *tup = PyTuple_New(ndim);
+    /* mpamp.Size is a tuple subclass: allocate it directly, as tuple's own subtype_new does,
+     * instead of calling the class (shape is read on every op in user code) */
+    PyTypeObject *tp = s->size_class ? (PyTypeObject *)s->size_class : &PyTuple_Type;
+    PyObject *tup = tp == &PyTuple_Type ? PyTuple_New(ndim) : tp->tp_alloc(tp, ndim);
     if (!tup)
         return NULL;
     for (int i = 0; i < ndim; i++) {
@@ -120,11 +123,7 @@ PyObject *mp_shape_to_size(mp_state *s, const int64_t *shape, int ndim)
         }
         PyTuple_SET_ITEM(tup, i, v);
     }
-    if (!s->size_class)
-        return tup;
-    PyObject *size = PyObject_CallOneArg(s->size_class, tup);
-    Py_DECREF(tup);
-    return size;
+    return tup;
 }
 
 mp_status mp_copy_maybe_nogil(mp_tensor *dst, mp_tensor *src)

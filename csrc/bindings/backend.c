@@ -159,6 +159,10 @@ static PyObject *f_register(PyObject *m, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "_register(tensor_class, size_class, cpu_device)");
         return NULL;
     }
+    if (!PyType_Check(args[1]) || !PyType_IsSubtype((PyTypeObject *)args[1], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "_register: size_class must be a tuple subclass");
+        return NULL;
+    }
     Py_SETREF(s->tensor_class, (PyTypeObject *)Py_NewRef(args[0]));
     Py_XSETREF(s->size_class, Py_NewRef(args[1]));
     Py_XSETREF(s->cpu_device, Py_NewRef(args[2]));

@@ -1,9 +1,8 @@
 """mpamp.nn.functional: torch.nn.functional's signatures over mpamp's ops.
 
 Each function parses torch's arguments (legacy size_average/reduce, implicit softmax dims,
-unsupported options) and calls the op of the same name on the mpamp package. The op is looked
-up when the function is called, so this module imports even in a build that lacks an op group
-(calling such a function then raises AttributeError naming the op).
+unsupported options) and calls the op of the same name on the mpamp package; where the
+signatures already agree (linear) the op itself is exported.
 """
 import warnings
 
@@ -72,9 +71,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 # ---- layers ----
 
-def linear(input, weight, bias=None):  # noqa: A002
-    """input @ weight.T + bias."""
-    return _mp.linear(input, weight, bias)
+from .._ops_matmul import linear  # noqa: E402 - no wrapper: it sits on every layer's hot path
 
 
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
