@@ -74,15 +74,23 @@ class BuildExt(build_ext):
         san = sanitize_flags()
         objects = []
         plain = []
+        isa_sources = []
         for src in ext.sources:
             flags = isa_flags(src)
             if flags is None:
                 plain.append(src)
             elif IS_X86_64:
+                isa_sources.append(src)
                 objects += self.compiler.compile(
                     [src], output_dir=self.build_temp, include_dirs=ext.include_dirs,
                     extra_postargs=BASE_FLAGS + flags + san)
         ext.sources = plain
+        # build_ext relinks only when something in sources + depends is newer than the .so:
+        # list the ISA and CUDA files (compiled here, outside `sources`) and every header, so
+        # that editing only a kernel or a header is not silently left out of the build.
+        ext.depends = list(ext.depends or []) + isa_sources + \
+            sorted(glob.glob(os.path.join("csrc", "**", "*.h"), recursive=True)) + \
+            sorted(glob.glob(os.path.join("cuda", "*.cu")))
         nvcc = find_nvcc() if glob.glob(os.path.join("cuda", "*.cu")) else None
         if nvcc:
             objects += self.compile_cuda(nvcc, ext)
