@@ -1,7 +1,8 @@
 /* cast_check.c - exhaustive comparison of a vector cast kernel with the scalar oracle.
  * Inputs are generated in chunks of 64Ki patterns; each chunk is converted once by the scalar
  * kernel and once by the vector kernel, the latter in pieces of varying length at a varying
- * offset, so unaligned starts and every tail length get exercised on the way. The 2^32 fp32 patterns are shared out over a few threads. No Python here. */
+ * offset, so unaligned starts and every tail length get exercised on the way. The 2^32 fp32
+ * patterns are shared out over a few threads. No Python here. */
 #include "cast_check.h"
 
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #define CHUNK ((size_t)1 << 16)
 #define SLACK 64          /* extra elements so the vector call can start at an odd offset */
 #define MAX_THREADS 8
+#define UPCAST_PASSES 40  /* the 16-bit domain is converted this many times, split differently */
 
 static const char *const kind_names[MP_CAST_KIND_COUNT] = {"f32_to_f16", "f16_to_f32",
                                                             "f32_to_bf16", "bf16_to_f32"};
@@ -30,7 +32,8 @@ typedef struct {
     uint64_t first_chunk, end_chunk;   /* chunk c holds patterns c*CHUNK .. (c+1)*CHUNK-1 */
     uint64_t step;                     /* check the chunks that are multiples of step */
     uint64_t mismatches;
-    uint32_t first_bad;
+    uint32_t first_bad;                /* lowest mismatching pattern */
+    uint8_t *seen;                     /* 16-bit inputs: patterns already counted */
     int failed;                        /* could not allocate its buffers */
 } job;
 
@@ -64,54 +67,74 @@ static void fill_patterns(char *src, size_t es, uint64_t base, size_t n)
     }
 }
 
-/* The vector kernel converts the chunk in 72 calls: lengths 0..70 (rotated by c) back to
- * back, so each starts at a different alignment and ends in a different tail, then the rest. */
-static void convert_pieces(const job *j, uint64_t c, const char *src, char *dst)
+/* The vector kernel converts a chunk in pieces, so that calls start at every alignment and
+ * end in every tail length. Pass 0: lengths 0..70 rotated by `key`, back to back, then the
+ * rest in one call. Pass p > 0 (the 16-bit domain, which is one chunk, gets UPCAST_PASSES):
+ * pieces of p elements throughout, so every pattern also goes through the tail code. */
+static void convert_pieces(const job *j, int pass, uint64_t key, const char *src, char *dst)
 {
     size_t es = src_size(j->which), ds = 6 - es;     /* 4 <-> 2 bytes */
     size_t done = 0;
-    for (size_t m = 0; m < 71; m++) {
-        size_t len = (size_t)((c + m) % 71);
+    for (size_t m = 0; pass == 0 && m < 71; m++) {
+        size_t len = (size_t)((key + m) % 71);
         convert(j->vec, j->which, src + done * es, dst + done * ds, len);
         done += len;
     }
-    convert(j->vec, j->which, src + done * es, dst + done * ds, CHUNK - done);
+    size_t piece = pass == 0 ? CHUNK : (size_t)pass;
+    for (; done < CHUNK; done += piece) {
+        size_t len = CHUNK - done < piece ? CHUNK - done : piece;
+        convert(j->vec, j->which, src + done * es, dst + done * ds, len);
+    }
 }
 
-static void check_chunk(job *j, uint64_t c, char *src, char *want, char *got)
+static void record_mismatch(job *j, uint32_t pattern)
+{
+    if (j->seen) {                                   /* count each pattern once over passes */
+        if (j->seen[pattern])
+            return;
+        j->seen[pattern] = 1;
+    }
+    if (j->mismatches++ == 0 || pattern < j->first_bad)
+        j->first_bad = pattern;
+}
+
+static void check_chunk(job *j, uint64_t c, int pass, char *src, char *want, char *got)
 {
     size_t es = src_size(j->which), ds = 6 - es;
-    size_t off = (size_t)(c % 17);                   /* odd start offsets for both buffers */
+    uint64_t key = c + (uint64_t)pass;
+    size_t off = (size_t)(key % 17);                 /* odd start offsets for both buffers */
     uint64_t base = c * CHUNK;
     fill_patterns(src + off * es, es, base, CHUNK);
     convert(j->ref, j->which, src + off * es, want, CHUNK);
-    convert_pieces(j, c, src + off * es, got + off * ds);
+    convert_pieces(j, pass, key, src + off * es, got + off * ds);
     if (memcmp(want, got + off * ds, CHUNK * ds) == 0)
         return;
-    for (size_t i = 0; i < CHUNK; i++) {
-        if (memcmp(want + i * ds, got + (off + i) * ds, ds) == 0)
-            continue;
-        if (j->mismatches++ == 0)
-            j->first_bad = (uint32_t)(base + i);
-    }
+    for (size_t i = 0; i < CHUNK; i++)
+        if (memcmp(want + i * ds, got + (off + i) * ds, ds) != 0)
+            record_mismatch(j, (uint32_t)(base + i));
 }
 
 static void *run_job(void *arg)
 {
     job *j = arg;
+    int passes = src_size(j->which) == 2 ? UPCAST_PASSES : 1;
     char *src = aligned_alloc(64, (CHUNK + SLACK) * 4);
     char *want = aligned_alloc(64, (CHUNK + SLACK) * 4);
     char *got = aligned_alloc(64, (CHUNK + SLACK) * 4);
-    if (!src || !want || !got) {
+    j->seen = passes > 1 ? calloc(CHUNK, 1) : NULL;
+    if (!src || !want || !got || (passes > 1 && !j->seen)) {
         j->failed = 1;
     } else {
         uint64_t c = (j->first_chunk + j->step - 1) / j->step * j->step;
         for (; c < j->end_chunk; c += j->step)
-            check_chunk(j, c, src, want, got);
+            for (int pass = 0; pass < passes; pass++)
+                check_chunk(j, c, pass, src, want, got);
     }
     free(src);
     free(want);
     free(got);
+    free(j->seen);
+    j->seen = NULL;
     return NULL;
 }
 
@@ -143,7 +166,7 @@ mp_status mp_cast_check_tables(const mp_cpu_kernels *ref, const mp_cpu_kernels *
     int started[MAX_THREADS] = {0};
     for (int t = 0; t < nt; t++) {
         job j = {ref, vec, which, chunks * (uint64_t)t / (uint64_t)nt,
-                 chunks * (uint64_t)(t + 1) / (uint64_t)nt, chunk_step, 0, 0, 0};
+                 chunks * (uint64_t)(t + 1) / (uint64_t)nt, chunk_step, 0, 0, NULL, 0};
         jobs[t] = j;
         /* the calling thread takes the first share itself; a failed start does it inline */
         if (t > 0 && pthread_create(&tids[t], NULL, run_job, &jobs[t]) == 0)
@@ -159,7 +182,7 @@ mp_status mp_cast_check_tables(const mp_cpu_kernels *ref, const mp_cpu_kernels *
             pthread_join(tids[t], NULL);
         failed |= jobs[t].failed;
         total += jobs[t].mismatches;
-        if (jobs[t].mismatches && !found) {   /* shares are in ascending order */
+        if (jobs[t].mismatches && !found) {   /* shares are in ascending pattern order */
             *first_bad = jobs[t].first_bad;
             found = 1;
         }

@@ -19,8 +19,10 @@ int mp_cast_kind_from_name(const char *name);
 
 /* Runs `which` (an mp_cast_kind) with the kernels of `isa` and with the scalar kernels on every
  * input pattern, calling the vector kernel at varying alignments and lengths so heads and
- * tails are covered too. *mismatches counts the patterns whose output bits differ;
- * *first_bad is the lowest such pattern (untouched when there is none). Uses a few threads.
+ * tails are covered too (the 16-bit domain is converted 40 times, split differently each time,
+ * so that every pattern also goes through the tail code). *mismatches counts the patterns
+ * whose output bits differ; *first_bad is the lowest such pattern (untouched when there is
+ * none). Uses a few threads.
  * Returns MP_ERR_VALUE for an unknown kind or a level this CPU cannot run, MP_ERR_NOMEM when
  * the buffers cannot be allocated; nothing else is reported (no message is set). */
 mp_status mp_cast_check_exhaustive(mp_isa isa, int which, uint64_t *mismatches,
