@@ -131,8 +131,8 @@ def calls_per_sample(fn):
 
 
 def sample_round_robin(fns, repeats):
-    """Seconds per call for each callable, one sample per repeat. Columns take turns within each repeat, so a
-    burst of noise from other processes hits all of them alike instead of one column."""
+    """Seconds per call for each callable, one sample per repeat. Columns take turns within
+    each repeat, so a burst of noise from other processes hits all of them alike."""
     loops = {}
     for c, fn in fns.items():
         fn()                                  # warm-up: first touch, allocator cache

@@ -21,8 +21,8 @@ from mpamp import _C
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMU = os.path.join(ROOT, "tests", "avx512_emu")
 SOURCES = [os.path.join(EMU, "check_main.c")] + [
-    os.path.join(ROOT, "csrc", "cpu", f) for f in ("cast_avx512.c", "cast_scalar.c",
-                                                  "cast_check.c")]
+    os.path.join(ROOT, "csrc", "cpu", f)
+    for f in ("cast_avx512.c", "cast_scalar.c", "cast_check.c")]
 
 
 def compiler():
