@@ -1,7 +1,7 @@
 """The AVX-512 cast kernels on a CPU without AVX-512, through an emulation.
 
-csrc/cpu/cast_avx512.c is compiled with tests/avx512_emu/shim.h force-included, which maps the
-AVX-512 intrinsics onto SIMDe's portable versions (the fp16 conversions onto the host's F16C),
+csrc/cpu/cast_avx512.c is compiled after tests/avx512_emu/shim.h (cast_avx512_emu.c), which maps
+the AVX-512 intrinsics onto SIMDe's portable versions (the fp16 conversions onto the host's F16C),
 and checked against the scalar kernels by csrc/cpu/cast_check.c: every up-cast pattern, every
 16th chunk of 64Ki fp32 patterns for the down-casts (MPAMP_EMU_FULL=1: all 2^32), plus large
 arrays on the streaming-store path. This tests the kernels' logic (lanes, masks, tails,
@@ -20,9 +20,8 @@ from mpamp import _C
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMU = os.path.join(ROOT, "tests", "avx512_emu")
-SOURCES = [os.path.join(EMU, "check_main.c")] + [
-    os.path.join(ROOT, "csrc", "cpu", f)
-    for f in ("cast_avx512.c", "cast_scalar.c", "cast_check.c")]
+SOURCES = [os.path.join(EMU, "check_main.c"), os.path.join(EMU, "cast_avx512_emu.c")] + [
+    os.path.join(ROOT, "csrc", "cpu", f) for f in ("cast_scalar.c", "cast_check.c")]
 
 
 def compiler():
@@ -45,8 +44,8 @@ def test_avx512_kernels_match_scalar_under_emulation(tmp_path):
     cc = compiler()
     exe = str(tmp_path / "avx512_emu_check")
     cmd = [cc, "-std=c11", "-O2", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Wno-psabi",
-           "-mavx2", "-mf16c", "-mfma", "-include", os.path.join(EMU, "shim.h"),
-           "-I", os.path.join(ROOT, "csrc"), *SOURCES, "-lpthread", "-o", exe]
+           "-mavx2", "-mf16c", "-mfma", "-I", os.path.join(ROOT, "csrc"), *SOURCES,
+           "-lpthread", "-o", exe]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     assert "warning" not in build.stderr, build.stderr

@@ -1,5 +1,5 @@
 /* shim.h - test-only: lets csrc/cpu/cast_avx512.c compile and run on a CPU without AVX-512.
- * Force-included (-include) before the kernel file: SIMDe's portable versions stand in for the
+ * Included before the kernel file (cast_avx512_emu.c): SIMDe's portable versions stand in for the
  * AVX-512 intrinsics, and the ones SIMDe 0.7 lacks are written out below as lane loops. The
  * fp16 conversions run on the host's F16C, 8 lanes at a time (the EVEX forms are specified to
  * convert exactly as the VEX ones), so the NaN behaviour under test is the hardware's. */
