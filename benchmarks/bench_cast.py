@@ -106,6 +106,8 @@ class Case:
         np_to = np.float16 if self.down else np.float32
         f = dict.fromkeys(COLUMNS)
         f["memcpy"] = lambda: np.copyto(self.memcpy_dst, self.memcpy_src)
+        if self.down and 4 * self.n >= 32 << 20:   # a memory-bound limit: large sizes only
+            f["read fp32"] = self.memcpy_src.view(np.uint32).max
         f["mpamp"] = getattr(self.mp_src, mp_method)
         f["mpamp copy_"] = lambda: self.mp_dst.copy_(self.mp_src)
         if self.np_src is not None:
@@ -120,7 +122,7 @@ class Case:
         return f
 
     def bytes_moved(self, column):
-        return 8 * self.n if column == "memcpy" else 6 * self.n
+        return {"memcpy": 8 * self.n, "read fp32": 4 * self.n}.get(column, 6 * self.n)
 
 
 def calls_per_sample(fn):
@@ -191,7 +193,7 @@ def ratio(a, b):
 
 def table(rows):
     """Markdown: GB/s per column, then mpamp's ratios."""
-    ratio_cols = ("mpamp / memcpy", "copy_ / memcpy", "mpamp / numpy|ml_dtypes",
+    ratio_cols = ("mpamp / memcpy", "copy_ / memcpy", "mpamp / (numpy or ml_dtypes astype)",
                   "mpamp / torch .to")
     lines = ["| size (fp32 side) | cast | " + " | ".join(COLUMNS) + " | " +
              " | ".join(ratio_cols) + " |",
@@ -225,6 +227,11 @@ def main():
     print(table(rows))
     print("\nnoise: memcpy GB/s over the samples of each row (min..max): " +
           ", ".join(f"{size} {cast} {lo:.1f}..{hi:.1f}" for size, cast, _, (lo, hi) in rows))
+    print("read-bound ceiling of the down-casts (they read as many bytes as the memcpy): "
+          "reading the fp32 buffer alone (NumPy max over it) at R GB/s caps a down-cast at "
+          "1.5 R, i.e. this many x memcpy: " +
+          ", ".join(f"{size} {cast} {1.5 * g['read fp32'] / g['memcpy']:.2f}"
+                    for size, cast, g, _ in rows if "read fp32" in g))
 
 
 if __name__ == "__main__":
