@@ -3,7 +3,7 @@
  * the fp16 rounding, bf16 rounds with integer ops, and lanes where the hardware's NaN differs
  * from mp_half.h are patched. Tails (< 8 elements) use the scalar per-element functions.
  * cast_avx512.c is the same algorithm on 16 lanes with masked tails: keep the two in step.
- * Large outputs are written with non-temporal stores (cast_simd.h). */
+ * Large outputs are written with non-temporal stores; the source is prefetched (cast_simd.h). */
 #include <immintrin.h>
 
 #include "cast_simd.h"
@@ -11,7 +11,9 @@
 
 #define MP_INLINE static inline __attribute__((always_inline))
 
-/* Explicit round-to-nearest-even: vcvtps2ph then ignores MXCSR (rounding mode, FTZ, DAZ). */
+/* Explicit round-to-nearest-even: vcvtps2ph then ignores MXCSR's rounding mode. FTZ does not
+ * apply to it, and DAZ can only turn fp32 subnormals (which round to +-0 in fp16 anyway) into
+ * +-0, so flags set by other libraries cannot change a result (checked on Zen 3). */
 #define F16_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
 /* `nt` is a compile-time constant at every call site, so each loop gets one kind of store. */

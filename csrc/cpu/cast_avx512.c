@@ -11,7 +11,9 @@
 
 #define MP_INLINE static inline __attribute__((always_inline))
 
-/* Explicit round-to-nearest-even: vcvtps2ph then ignores MXCSR (rounding mode, FTZ, DAZ). */
+/* Explicit round-to-nearest-even: vcvtps2ph then ignores MXCSR's rounding mode. FTZ does not
+ * apply to it, and DAZ can only turn fp32 subnormals (which round to +-0 in fp16 anyway) into
+ * +-0, so flags set by other libraries cannot change a result (checked on Zen 3). */
 #define F16_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
 /* `nt` is a compile-time constant at every call site, so each loop gets one kind of store. */
