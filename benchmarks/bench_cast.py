@@ -212,7 +212,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="256MiB,64KiB", help="sizes of the fp32 side")
     p.add_argument("--repeats", type=int, default=11, help="samples per column (median)")
-    p.add_argument("--casts", default=",".join(CASTS))
+    p.add_argument("--casts", default=",".join(CASTS),
+                   help="comma-separated subset; quote it, '>' is special to the shell")
     args = p.parse_args()
     print("\n".join(header()))
     print("GB/s = (bytes read + bytes written) / median time; memcpy = np.copyto of the fp32 "
