@@ -121,6 +121,7 @@ class BuildExt(build_ext):
         san = sanitize_flags()
         objects = []
         plain = []
+        isa_sources = []
         for src in ext.sources:
             flags = isa_flags(src)
             if flags is None:

@@ -214,6 +214,8 @@ def _cast_with_isa(*args: Any, **kwargs: Any) -> Any:
     """Test hook: convert with one ISA level's kernels"""
 def _cat(*args: Any, **kwargs: Any) -> Any:
     """_cat(tensors, dim, stack)"""
+def _check_cast_exhaustive(*args: Any, **kwargs: Any) -> Any:
+    """Test hook: one ISA level's cast vs scalar on every input pattern"""
 def _clamp(*args: Any, **kwargs: Any) -> Any:
     """_clamp(input, min or None, max or None)"""
 def _clear_autocast_cache(*args: Any, **kwargs: Any) -> Any:

