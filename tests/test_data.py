@@ -188,3 +188,38 @@ def test_same_batches_as_torch_without_shuffle():
     assert len(ours) == len(theirs)
     for o, t in zip(ours, theirs):
         np.testing.assert_array_equal(o, t)
+
+
+@pytest.mark.parametrize("dtype", [mpamp.float32, mpamp.float16, mpamp.bfloat16, mpamp.int64,
+                                   mpamp.bool], ids=str)
+def test_tensor_dataset_fast_path_matches_stacking(dtype):
+    x = (mpamp.randn(20, 3, 2) * 10).to(dtype) if dtype != mpamp.bool else \
+        mpamp.from_numpy(np.arange(40).reshape(20, 2) % 3 == 0)
+    y = mpamp.arange(20)
+    ds = TensorDataset(x.transpose(1, 2) if x.dim() == 3 else x, y)
+    g1, g2 = mpamp.Generator().manual_seed(5), mpamp.Generator().manual_seed(5)
+    fast = list(DataLoader(ds, batch_size=6, shuffle=True, generator=g1))
+    slow = list(DataLoader(ds, batch_size=6, shuffle=True, generator=g2,
+                           collate_fn=lambda b: default_collate(b)))
+    assert len(fast) == len(slow) == 4
+    for (fx, fy), (sx, sy) in zip(fast, slow):
+        assert fx.dtype == sx.dtype == ds.tensors[0].dtype and fx.shape == sx.shape
+        assert mpamp._C._memoryview(fx).tobytes() == mpamp._C._memoryview(sx).tobytes()
+        assert fy.tolist() == sy.tolist()
+
+
+def test_getitems_is_used_for_batches():
+    class Batched(Dataset):
+        calls = 0
+
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            raise AssertionError("per-item path should not be used")
+
+        def __getitems__(self, idx):
+            Batched.calls += 1
+            return [i * 10 for i in idx]
+    assert [b.tolist() for b in DataLoader(Batched(), batch_size=2)] == [[0, 10], [20, 30]]
+    assert Batched.calls == 2

@@ -299,6 +299,17 @@ def get_worker_info():
 
 # ---- the loader ----
 
+def _rows_fast(t):
+    """True when a batch of t can be gathered in one NumPy take (same result as stacking)."""
+    return t.device.type == "cpu" and not t.requires_grad and t.dim() > 0
+
+
+def _take_rows(t, indices):
+    """mpamp.stack([t[i] for i in indices]) in one gather (bf16 handled as raw bits)."""
+    bits = np.asarray(_C._memoryview(t if t.is_contiguous() else t.contiguous()))
+    return _C._from_buffer(np.ascontiguousarray(bits[indices]), t.dtype == _C.bfloat16)[0]
+
+
 class DataLoader:
     """Iterates over a dataset in (optionally shuffled) batches, as torch's DataLoader."""
 
@@ -360,9 +371,18 @@ class DataLoader:
         if self._iterable:
             return self._iter_iterable()
         if self.batch_sampler is not None:
-            return (self.collate_fn([self.dataset[i] for i in batch])
-                    for batch in self.batch_sampler)
+            if type(self.dataset) is TensorDataset and self.collate_fn is default_collate and \
+                    all(_rows_fast(t) for t in self.dataset.tensors):
+                return ([_take_rows(t, batch) for t in self.dataset.tensors]
+                        for batch in self.batch_sampler)
+            return (self.collate_fn(self._fetch(batch)) for batch in self.batch_sampler)
         return (self.collate_fn(self.dataset[i]) for i in self.sampler)
+
+    def _fetch(self, indices):
+        getitems = getattr(self.dataset, "__getitems__", None)
+        if getitems:
+            return getitems(indices)
+        return [self.dataset[i] for i in indices]
 
     def _iter_iterable(self):
         if self.batch_size is None:
