@@ -272,6 +272,9 @@ def main(argv=None):
                 f"({_params(model):,} parameters)"
         print(format_table(title, rows))
         results.append((title.strip(), rows))
+    print("\ntime/step excludes the first steps (warm-up); peak mem is the allocator's bytes in "
+          "use beyond the data set, sampled after forward and backward; final loss is the mean "
+          "of the last 10% of steps.")
     print(f"\nCheckpoints ({len(written)}): {args.out}{os.sep}"
           f"{{document,wide}}_{{fp32,fp16,bf16}}.pth")
     png = os.path.join(args.out, "loss_curves.png")
