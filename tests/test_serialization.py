@@ -178,8 +178,10 @@ def _good_file(tmp_path):
 @pytest.mark.parametrize("keep", [0, 10, 100, 0.5, -1, -22])
 def test_truncated_files_raise_clear_errors(tmp_path, keep):
     raw = _good_file(tmp_path).read_bytes()
-    n = int(len(raw) * keep) if isinstance(keep, float) else (keep if keep >= 0
-                                                               else len(raw) + keep)
+    if isinstance(keep, float):
+        n = int(len(raw) * keep)
+    else:
+        n = keep if keep >= 0 else len(raw) + keep
     bad = tmp_path / "cut.pth"
     bad.write_bytes(raw[:n])
     with pytest.raises(RuntimeError, match=r"cut\.pth.*(corrupted or truncated)"):
@@ -288,3 +290,19 @@ def test_saved_file_gets_normal_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert (tmp_path / "a.pth").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_build_opcodes_cannot_alter_mpamp(tmp_path):
+    # GLOBAL torch.Size, then BUILD with a slot state that would replace attributes of the
+    # object the unpickler handed out: it must be a throwaway, not mpamp.Size itself.
+    payload = (b"\x80\x02ctorch\nSize\n(}(X\x08\x00\x00\x00__repr__X\x01\x00\x00\x00xdtb"
+               b"ctorch\nBFloat16Storage\n(}X\x04\x00\x00\x00nameX\x0b\x00\x00\x00FloatStorage"
+               b"sb.")
+    _zip_with_pickle(tmp_path / "b.pth", payload)
+    try:
+        mpamp.load(tmp_path / "b.pth")
+    except (RuntimeError, pickle.UnpicklingError):
+        pass
+    assert repr(mpamp.Size([1])) == "mpamp.Size([1])"
+    mpamp.save(mpamp.ones(2, dtype=mpamp.bfloat16), tmp_path / "ok.pth")
+    assert mpamp.load(tmp_path / "ok.pth").dtype == mpamp.bfloat16

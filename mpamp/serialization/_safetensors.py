@@ -133,4 +133,3 @@ def safetensors_metadata(path):
         data = head + (fh.read(n) if 0 <= n <= _MAX_HEADER else b"")
     header, _ = _read_header(data, display_name(path))
     return dict(header.get("__metadata__") or {})
-

@@ -154,7 +154,7 @@ def _write_archive(obj, fh, protocol):
 
 def save(obj, f, pickle_module=None, pickle_protocol=_PROTOCOL,
          _use_new_zipfile_serialization=True, _disable_byteorder_record=False):
-    """Save obj (tensors in nested dicts/lists/tuples) in torch.save's zip format; atomic for paths."""
+    """Save tensors in nested dicts/lists/tuples in torch.save's zip format (atomic for paths)."""
     if pickle_module is not None and pickle_module is not pickle:
         raise ValueError("mpamp.save supports only the standard pickle module")
     if not _use_new_zipfile_serialization:
@@ -202,20 +202,24 @@ def _codecs_encode(text, encoding="utf-8"):
     return text.encode("latin1")
 
 
-def _torch_device(*args):
-    return device(*args)
+def _fresh(fn):
+    """A new function object per load, so a pickle's BUILD can't alter mpamp's own objects."""
+    def call(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return call
 
 
 def _allowed_globals():
+    """The globals a checkpoint may name, as new objects for each load."""
     allowed = {
         ("collections", "OrderedDict"): collections.OrderedDict,
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-        ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
-        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
-        ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter,
-        ("torch", "Size"): Size,
-        ("torch", "device"): _torch_device,
-        ("_codecs", "encode"): _codecs_encode,
+        ("torch._utils", "_rebuild_tensor_v2"): _fresh(_rebuild_tensor_v2),
+        ("torch._utils", "_rebuild_tensor"): _fresh(_rebuild_tensor),
+        ("torch._utils", "_rebuild_parameter"): _fresh(_rebuild_parameter),
+        ("torch._utils", "_rebuild_parameter_with_state"): _fresh(_rebuild_parameter),
+        ("torch", "Size"): _fresh(Size),
+        ("torch", "device"): _fresh(device),
+        ("_codecs", "encode"): _fresh(_codecs_encode),
         ("builtins", "set"): set,
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
@@ -224,11 +228,8 @@ def _allowed_globals():
     for name in list(_STORAGE_TO_DTYPE) + list(_CONVERTED):
         allowed[("torch", name)] = _StorageType(name)
     for name in DTYPES:
-        allowed[("torch", name)] = getattr(_C, name)
+        allowed[("torch", name)] = getattr(_C, name)      # immutable C objects
     return allowed
-
-
-_ALLOWED = _allowed_globals()
 
 
 class _Storage:
@@ -283,10 +284,11 @@ class _Unpickler(pickle.Unpickler):
     def __init__(self, file, reader):
         super().__init__(file)
         self.reader = reader
+        self.allowed = _allowed_globals()
 
     def find_class(self, module, name):
         try:
-            return _ALLOWED[(module, name)]
+            return self.allowed[(module, name)]
         except KeyError:
             raise pickle.UnpicklingError(
                 f"{self.reader.name}: weights-only load refused the global {module}.{name}: "
