@@ -139,3 +139,25 @@ def test_mpamp_load_does_not_import_torch(tmp_path):
                       "print(d['w'].dtype)" % str(tmp_path / "w.pth"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "mpamp.bfloat16"
+
+
+def test_in_memory_buffers_and_other_protocols(tmp_path):
+    import io
+    buf = io.BytesIO()
+    torch.save({"a": torch.arange(3)}, buf)            # prefix 'archive', not the file stem
+    buf.seek(0)
+    assert mpamp.load(buf)["a"].tolist() == [0, 1, 2]
+    buf = io.BytesIO()
+    obj = {"b": mpamp.ones(2, dtype=mpamp.bfloat16), "od": OrderedDict(a=(1, 2.5)), "s": b"x"}
+    mpamp.save(obj, buf)
+    buf.seek(0)
+    back = torch.load(buf, weights_only=True)
+    assert back["b"].dtype == torch.bfloat16 and back["od"] == OrderedDict(a=(1, 2.5))
+    assert back["s"] == b"x"
+    with pytest.raises(ValueError, match="protocol 2 only"):
+        mpamp.save(obj, io.BytesIO(), pickle_protocol=4)
+    for protocol in (2, 3, 4, 5):      # mpamp.load reads what torch.save writes, any protocol
+        torch_buf = io.BytesIO()
+        torch.save({"c": torch.ones(1)}, torch_buf, pickle_protocol=protocol)
+        torch_buf.seek(0)
+        assert mpamp.load(torch_buf)["c"].tolist() == [1.0]

@@ -160,9 +160,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=_PROTOCOL,
     if not _use_new_zipfile_serialization:
         raise ValueError("mpamp.save writes only the zip format (the legacy format is not "
                          "supported)")
-    if not 2 <= pickle_protocol <= pickle.HIGHEST_PROTOCOL:
-        raise ValueError(f"pickle_protocol must be between 2 and {pickle.HIGHEST_PROTOCOL}, "
-                         f"got {pickle_protocol}")
+    if pickle_protocol != _PROTOCOL:
+        # torch.load(weights_only=True) can't read protocol 4/5 (FRAME) nor protocol 3's bytes.
+        raise ValueError(f"mpamp.save writes pickle protocol 2 only (torch's default, the one "
+                         f"torch.load(weights_only=True) reads in full), got {pickle_protocol}")
     if isinstance(f, (str, bytes, os.PathLike)):
         atomic_write(f, lambda fh: _write_archive(obj, fh, pickle_protocol))
     elif hasattr(f, "write"):
