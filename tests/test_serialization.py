@@ -306,3 +306,33 @@ def test_build_opcodes_cannot_alter_mpamp(tmp_path):
     assert repr(mpamp.Size([1])) == "mpamp.Size([1])"
     mpamp.save(mpamp.ones(2, dtype=mpamp.bfloat16), tmp_path / "ok.pth")
     assert mpamp.load(tmp_path / "ok.pth").dtype == mpamp.bfloat16
+
+
+@pytest.mark.skipif(not hasattr(mpamp, "optim") or not hasattr(mpamp.amp, "GradScaler"),
+                    reason="needs mpamp.optim and mpamp.amp.GradScaler")
+def test_training_state_round_trip(tmp_path):
+    from mpamp import optim
+    model = nn.Sequential(nn.Linear(10, 10), nn.ReLU(), nn.Linear(10, 1))
+    opt = optim.Adam(model.parameters(), lr=0.001)
+    sched = optim.lr_scheduler.StepLR(opt, step_size=3)
+    scaler = mpamp.amp.GradScaler()
+    model(mpamp.randn(4, 10)).sum().backward()
+    opt.step()
+    sched.step()
+    ckpt = {"model": model.state_dict(), "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(), "scaler": scaler.state_dict(), "epoch": 1}
+    mpamp.save(ckpt, tmp_path / "ckpt.pth")
+    back = mpamp.load(tmp_path / "ckpt.pth")
+    opt2 = optim.Adam(model.parameters(), lr=0.5)
+    opt2.load_state_dict(back["optimizer"])
+    assert opt2.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+    optim.lr_scheduler.StepLR(opt2, step_size=1).load_state_dict(back["scheduler"])
+    mpamp.amp.GradScaler().load_state_dict(back["scaler"])
+    assert back["scaler"] == scaler.state_dict() and back["epoch"] == 1
+    try:
+        import torch
+    except ImportError:
+        return
+    theirs = torch.load(tmp_path / "ckpt.pth", weights_only=True)
+    assert theirs["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.999)
+    assert set(theirs["optimizer"]["state"][0]) >= {"step", "exp_avg", "exp_avg_sq"}
