@@ -151,6 +151,7 @@ def train(kind, dtype, args, data):
     from mpamp import optim
     from mpamp.amp import GradScaler, autocast
     device = args.device
+    base = _in_use()
     mpamp.manual_seed(args.seed)
     model = make_model(kind, args.width).to(device)
     optimizer = optim.Adam(model.parameters(), lr=0.001)
@@ -161,7 +162,6 @@ def train(kind, dtype, args, data):
     low = {"fp16": mpamp.float16, "bf16": mpamp.bfloat16}.get(dtype)
     warmup = min(5, args.steps // 10)
     losses, skipped, peak = [], 0, 0
-    base = _in_use()
     bar = progress(args.steps, f"{kind} {dtype}", not args.no_progress)
     start = time.perf_counter()
     for step, (x, y) in zip(range(args.steps), _batches(loader)):
@@ -273,8 +273,8 @@ def main(argv=None):
         print(format_table(title, rows))
         results.append((title.strip(), rows))
     print("\ntime/step excludes the first steps (warm-up); peak mem is the allocator's bytes in "
-          "use beyond the data set, sampled after forward and backward; final loss is the mean "
-          "of the last 10% of steps.")
+          "use for the model, its gradients, optimizer state and activations, sampled after "
+          "forward and backward; final loss is the mean of the last 10% of steps.")
     print(f"\nCheckpoints ({len(written)}): {args.out}{os.sep}"
           f"{{document,wide}}_{{fp32,fp16,bf16}}.pth")
     png = os.path.join(args.out, "loss_curves.png")

@@ -107,3 +107,28 @@ def test_module_entry_point_with_plain_progress_bar(tmp_path):
                       "runpy.run_module('mpamp.demo', run_name='__main__')" % str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert "Checkpoints (6)" in proc.stdout and "5/5" in proc.stderr
+
+
+def test_plot_without_matplotlib_says_so(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    rows = [{"dtype": "fp32", "curve": [1.0, 0.5]}]
+    assert demo.plot([("m", rows)], tmp_path / "x.png") is False
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_with_matplotlib(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [{"dtype": d, "curve": [1.0, 0.5, 0.25]} for d in ("fp32", "fp16", "bf16")]
+    assert demo.plot([("a", rows), ("b", rows)], tmp_path / "x.png") is True
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_table_format():
+    rows = [{"dtype": "fp32", "step_s": 0.002, "peak": 3 * 2**20, "loss": 0.5, "skipped": 0,
+             "scale": None},
+            {"dtype": "fp16", "step_s": 0.001, "peak": 2048, "loss": 0.51, "skipped": 2,
+             "scale": 32768.0}]
+    text = demo.format_table("model", rows)
+    assert "2.00x" in text and "+2.00%" in text and "3.00 MiB" in text and "2.0 KiB" in text
+    assert "32768" in text
