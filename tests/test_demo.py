@@ -1,0 +1,134 @@
+"""python -m mpamp.demo: option errors (no optimizer needed) and a short run (needs mpamp.optim
+and mpamp.amp.GradScaler; skipped until they exist)."""
+import os
+
+import pytest
+
+import mpamp
+from mpamp import demo
+from conftest import run_python
+
+needs_training = pytest.mark.skipif(
+    not hasattr(mpamp, "optim") or not hasattr(mpamp.amp, "GradScaler"),
+    reason="needs mpamp.optim and mpamp.amp.GradScaler")
+
+
+def test_help_explains_every_option(capsys):
+    with pytest.raises(SystemExit) as info:
+        demo.main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    for opt in ("--steps", "--width", "--batch-size", "--device", "--out", "fp16", "GradScaler"):
+        assert opt in out
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--steps", "0"], "--steps must be between 1 and"),
+    (["--steps", "many"], "invalid int value"),
+    (["--width", "-3"], "--width must be between 1 and"),
+    (["--batch-size", "0"], "--batch-size must be between 1 and"),
+    (["--batch-size", "100000"], "--batch-size must be at most the 8192 samples"),
+    (["--device", "tpu"], "invalid choice: 'tpu'"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+])
+def test_bad_options_are_clear_errors(tmp_path, capsys, argv, match):
+    with pytest.raises(SystemExit) as info:
+        demo.main(argv + ["--out", str(tmp_path)])
+    assert info.value.code == 2
+    assert match in capsys.readouterr().err
+
+
+def test_cuda_requested_without_cuda(tmp_path, capsys):
+    if mpamp.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(SystemExit):
+        demo.main(["--device", "cuda", "--out", str(tmp_path)])
+    assert "no CUDA device is available" in capsys.readouterr().err
+
+
+def test_unwritable_output_folder(tmp_path, capsys):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a folder")
+    with pytest.raises(SystemExit) as info:
+        demo.main(["--out", str(blocker / "sub")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "can't be written" in err
+
+
+def test_unwritable_folder_permissions(tmp_path, capsys):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user who can write anywhere")
+        with pytest.raises(SystemExit):
+            demo.main(["--out", str(ro)])
+        assert "can't be written" in capsys.readouterr().err
+    finally:
+        ro.chmod(0o700)
+
+
+@pytest.mark.skipif(hasattr(mpamp, "optim") and hasattr(mpamp.amp, "GradScaler"),
+                    reason="optim and GradScaler exist")
+def test_without_optimizers_says_so(tmp_path, capsys):
+    assert demo.main(["--out", str(tmp_path)]) == 1
+    assert "needs mpamp.optim and mpamp.amp.GradScaler" in capsys.readouterr().err
+
+
+@needs_training
+def test_short_run_writes_tables_and_checkpoints(tmp_path, capsys):
+    assert demo.main(["--steps", "12", "--width", "16", "--batch-size", "32", "--out",
+                      str(tmp_path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "document MLP 10-10-1" in out and "wide MLP 10-16-16-1" in out
+    for col in ("time/step", "speed-up", "peak mem", "final loss", "gap vs fp32", "skipped",
+                "loss scale"):
+        assert col in out
+    rows = [line.split() for line in out.splitlines() if line.strip()[:4] in DTYPE_PREFIX]
+    assert [r[0] for r in rows] == ["fp32", "fp16", "bf16"] * 2
+    assert str(tmp_path) in out
+    names = sorted(os.listdir(tmp_path))
+    assert [n for n in names if n.endswith(".pth")] == sorted(
+        f"{k}_{d}.pth" for k in ("document", "wide") for d in ("fp32", "fp16", "bf16"))
+    sd = mpamp.load(tmp_path / "wide_fp16.pth")
+    model = demo.make_model("wide", 16)
+    model.load_state_dict(sd)
+
+
+DTYPE_PREFIX = ("fp32", "fp16", "bf16")
+
+
+@needs_training
+def test_module_entry_point_with_plain_progress_bar(tmp_path):
+    proc = run_python("import runpy, sys; sys.argv = ['mpamp.demo', '--steps', '5', "
+                      "'--width', '8', '--batch-size', '16', '--out', %r]; "
+                      "runpy.run_module('mpamp.demo', run_name='__main__')" % str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "Checkpoints (6)" in proc.stdout and "5/5" in proc.stderr
+
+
+def test_plot_without_matplotlib_says_so(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    rows = [{"dtype": "fp32", "curve": [1.0, 0.5]}]
+    assert demo.plot([("m", rows)], tmp_path / "x.png") is False
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_with_matplotlib(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [{"dtype": d, "curve": [1.0, 0.5, 0.25]} for d in ("fp32", "fp16", "bf16")]
+    assert demo.plot([("a", rows), ("b", rows)], tmp_path / "x.png") is True
+    assert (tmp_path / "x.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_table_format():
+    rows = [{"dtype": "fp32", "step_s": 0.002, "peak": 3 * 2**20, "loss": 0.5, "skipped": 0,
+             "scale": None},
+            {"dtype": "fp16", "step_s": 0.001, "peak": 2048, "loss": 0.51, "skipped": 2,
+             "scale": 32768.0}]
+    text = demo.format_table("model", rows)
+    assert "2.00x" in text and "+2.00%" in text and "3.00 MiB" in text and "2.0 KiB" in text
+    assert "32768" in text
