@@ -47,3 +47,43 @@ def run_python(code, **env_extra):
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, cwd="/")
+
+
+def tensor_from_bits(bits, dtype):
+    """A contiguous tensor of `dtype` whose memory holds exactly `bits` (no conversion)."""
+    t = mpamp.empty(len(bits), dtype=dtype)
+    view = np.asarray(mpamp._C._memoryview(t))
+    view.view(np.uint32 if view.itemsize == 4 else np.uint16)[...] = bits
+    return t
+
+
+def bits_of(t):
+    """The raw bits of a tensor (made contiguous) as uint16 or uint32."""
+    a = np.asarray(mpamp._C._memoryview(t.contiguous()))
+    return a.view(np.uint32 if a.itemsize == 4 else np.uint16).copy()
+
+
+def python_runs_during(work):
+    """True when another Python thread got to run strictly inside the middle half of the time
+    work() took: proof that work released the GIL."""
+    import threading
+    import time
+    stamps, stop = [], threading.Event()
+
+    def counter():
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+            time.sleep(0)
+
+    th = threading.Thread(target=counter)
+    th.start()
+    try:
+        time.sleep(0.01)
+        t0 = time.perf_counter()
+        work()
+        t1 = time.perf_counter()
+    finally:
+        stop.set()
+        th.join()
+    lo, hi = t0 + 0.25 * (t1 - t0), t1 - 0.25 * (t1 - t0)
+    return any(lo < s < hi for s in stamps)

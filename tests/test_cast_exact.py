@@ -15,23 +15,10 @@ import numpy as np
 import pytest
 
 import mpamp
+from conftest import bits_of, tensor_from_bits
 from mpamp import _C
 
 U16 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-
-
-def tensor_from_bits(bits, dtype):
-    """A contiguous tensor of `dtype` whose memory holds exactly `bits` (no conversion)."""
-    t = mpamp.empty(len(bits), dtype=dtype)
-    view = np.asarray(mpamp._C._memoryview(t))
-    view.view(np.uint32 if view.itemsize == 4 else np.uint16)[...] = bits
-    return t
-
-
-def bits_of(t):
-    """The raw bits of a contiguous tensor as uint16 or uint32."""
-    a = np.asarray(mpamp._C._memoryview(t))
-    return a.view(np.uint32 if a.itemsize == 4 else np.uint16).copy()
 
 
 def scalar_cast(bits, src_dtype, dst_dtype):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mpamp
-from conftest import run_python
+from conftest import bits_of, run_python, tensor_from_bits
 from mpamp import _C
 
 VECTOR_ISAS = ("avx2", "avx512", "avx512bf16")
@@ -31,19 +31,6 @@ ISAS = [isa_param(i) for i in VECTOR_ISAS]
 def kind_dtypes(kind):
     src, dst = kind.split("_to_")
     return DTYPES[src], DTYPES[dst]
-
-
-def tensor_from_bits(bits, dtype):
-    """A contiguous tensor of `dtype` whose memory holds exactly `bits`."""
-    t = mpamp.empty(len(bits), dtype=dtype)
-    view = np.asarray(mpamp._C._memoryview(t))
-    view.view(np.uint32 if view.itemsize == 4 else np.uint16)[...] = bits
-    return t
-
-
-def bits_of(t):
-    a = np.asarray(mpamp._C._memoryview(t.contiguous()))
-    return a.view(np.uint32 if a.itemsize == 4 else np.uint16).copy()
 
 
 def random_bits(n, dtype, seed):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mpamp
-from conftest import to_numpy, run_python
+from conftest import python_runs_during, run_python, to_numpy
 
 DTYPES = ["float32", "float16", "bfloat16"]
 ROUND = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
@@ -300,29 +300,8 @@ def test_threads_share_the_gemm(rng):
 
 
 def test_large_products_release_the_gil():
-    # a Python thread must tick strictly inside the window of one long product (the method of
-    # test_memory.py's cast test)
-    import time
     a = mpamp.rand(1000, 1000)
-    stamps, stop = [], threading.Event()
-
-    def counter():
-        while not stop.is_set():
-            stamps.append(time.perf_counter())
-            time.sleep(0)
-
-    th = threading.Thread(target=counter)
-    th.start()
-    try:
-        time.sleep(0.01)
-        t0 = time.perf_counter()
-        a @ a
-        t1 = time.perf_counter()
-    finally:
-        stop.set()
-        th.join()
-    lo, hi = t0 + 0.25 * (t1 - t0), t1 - 0.25 * (t1 - t0)
-    assert [s for s in stamps if lo < s < hi], "no Python thread ran during the product"
+    assert python_runs_during(lambda: a @ a), "no Python thread ran during the product"
 
 
 # ---- autocast ----
