@@ -1,0 +1,229 @@
+/* optim.c - fused multi-tensor optimizer steps (SGD; Adam/AdamW with a decay-mode flag).
+ * One call walks every tensor of a param group in chunks: fp16/bf16 weights and grads are
+ * widened into small fp32 buffers, fp32 ones are used in place, the shared one-element body
+ * runs on fp32, and the result is rounded back (to nearest even, or stochastically for bf16).
+ * Does not own the step counters or hyper-parameter bookkeeping (mpamp/optim does). */
+#include "optim.h"
+
+#include "random.h"
+#include "../cpu/dispatch.h"
+
+/* sqrtf's errno side effect keeps the update loops scalar; errno is never read here. This is
+ * not fast-math: inf/NaN semantics are untouched. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-math-errno")
+#endif
+
+#define CHUNK 1024   /* multiple of 8: a Philox block gives eight 16-bit draws */
+
+typedef void (*span_fn)(float *p, const float *g, float **st, int64_t n, float inv,
+                        const void *hyper);
+
+static float *f32_at(mp_tensor *t, int64_t i)
+{
+    return t ? (float *)mp_tensor_data(t) + i : NULL;
+}
+
+static void load_f32(const mp_tensor *t, int64_t start, int64_t n, float *dst)
+{
+    const mp_cpu_kernels *k = mp_cpu();
+    const void *src = mp_tensor_data(t);
+    if (t->dtype == MP_DTYPE_FLOAT16)
+        k->f16_to_f32((const mp_half *)src + start, dst, (size_t)n);
+    else
+        k->bf16_to_f32((const mp_bf16 *)src + start, dst, (size_t)n);
+}
+
+/* Rounds src[0..n) into t[start..start+n); stochastic draws come from Philox block
+ * ctr + (start + j) / 8. start is a multiple of 8. */
+static void store_rounded(mp_tensor *t, int64_t start, int64_t n, const float *src,
+                          const mp_optim_group *g, uint64_t ctr)
+{
+    void *dst = mp_tensor_data(t);
+    if (t->dtype == MP_DTYPE_FLOAT32) {
+        float *d = (float *)dst + start;
+        for (int64_t j = 0; j < n; j++)
+            d[j] = src[j];
+    } else if (t->dtype == MP_DTYPE_FLOAT16) {
+        mp_cpu()->f32_to_f16(src, (mp_half *)dst + start, (size_t)n);
+    } else if (!g->stochastic) {
+        mp_cpu()->f32_to_bf16(src, (mp_bf16 *)dst + start, (size_t)n);
+    } else {
+        mp_bf16 *d = (mp_bf16 *)dst + start;
+        for (int64_t j = 0; j < n; j += 8) {
+            uint32_t r[4];
+            mp_philox(g->seed, ctr + (uint64_t)((start + j) / 8), r);
+            for (int k = 0; k < 8 && j + k < n; k++) {
+                uint32_t bits = (k & 1) ? r[k / 2] >> 16 : r[k / 2];
+                d[j + k] = mp_f32_to_bf16_stochastic(src[j + k], bits);
+            }
+        }
+    }
+}
+
+/* One tensor of the group: chunks of CHUNK elements through fn. */
+static void walk_tensor(const mp_optim_group *g, int i, mp_tensor **const st[3], int nst,
+                        span_fn fn, const void *hyper, float inv, uint64_t ctr)
+{
+    mp_tensor *p = g->params[i], *gr = g->grads[i];
+    mp_tensor *master = g->masters ? g->masters[i] : NULL;
+    int64_t n = mp_tensor_numel(p);
+    float pbuf[CHUNK], gbuf[CHUNK];
+    for (int64_t s = 0; s < n; s += CHUNK) {
+        int64_t len = n - s < CHUNK ? n - s : CHUNK;
+        float *pp;
+        if (master)
+            pp = f32_at(master, s);
+        else if (p->dtype == MP_DTYPE_FLOAT32)
+            pp = f32_at(p, s);
+        else
+            load_f32(p, s, len, pp = pbuf);
+        const float *gp = gbuf;
+        if (gr->dtype == MP_DTYPE_FLOAT32)
+            gp = f32_at(gr, s);
+        else
+            load_f32(gr, s, len, gbuf);
+        float *sp[3] = {NULL, NULL, NULL};
+        for (int k = 0; k < nst; k++)
+            sp[k] = st[k] ? f32_at(st[k][i], s) : NULL;
+        fn(pp, gp, sp, len, inv, hyper);
+        if (master || p->dtype != MP_DTYPE_FLOAT32)
+            store_rounded(p, s, len, pp, g, ctr);
+    }
+}
+
+static mp_status check_scalar(const mp_tensor *t, const char *name)
+{
+    if (t->storage->device != MP_DEVICE_CPU)
+        return mp_error(MP_ERR_RUNTIME, "%s must be a CPU tensor.", name);
+    if (mp_tensor_numel(t) != 1)
+        return mp_error(MP_ERR_RUNTIME, "%s must be a 1-element tensor.", name);
+    if (t->dtype != MP_DTYPE_FLOAT32)
+        return mp_error(MP_ERR_RUNTIME, "%s must be a float tensor.", name);
+    return MP_OK;
+}
+
+static mp_status check_member(const mp_tensor *t, int64_t numel, int f32_only,
+                              const char *what, int i)
+{
+    if (t->storage->device != MP_DEVICE_CPU)
+        return mp_error(MP_ERR_RUNTIME, "fused optimizer step: %s %d is not a CPU tensor", what,
+                        i);
+    if (!mp_tensor_is_contiguous(t))
+        return mp_error(MP_ERR_RUNTIME, "fused optimizer step: %s %d is not contiguous", what,
+                        i);
+    if (f32_only ? t->dtype != MP_DTYPE_FLOAT32 : !mp_dtype_is_float(t->dtype))
+        return mp_error(MP_ERR_TYPE, "fused optimizer step: %s %d has an unsupported dtype",
+                        what, i);
+    if (mp_tensor_numel(t) != numel)
+        return mp_error(MP_ERR_SHAPE, "fused optimizer step: %s %d has %lld elements, the "
+                        "parameter has %lld", what, i, (long long)mp_tensor_numel(t),
+                        (long long)numel);
+    return MP_OK;
+}
+
+static mp_status check_group(const mp_optim_group *g, mp_tensor **const st[3], int nst)
+{
+    static const char *names[3] = {"state", "state", "state"};
+    mp_status s;
+    if (g->grad_scale && (s = check_scalar(g->grad_scale, "grad_scale")) != MP_OK)
+        return s;
+    if (g->found_inf && (s = check_scalar(g->found_inf, "found_inf")) != MP_OK)
+        return s;
+    for (int i = 0; i < g->n; i++) {
+        int64_t n = mp_tensor_numel(g->params[i]);
+        if ((s = check_member(g->params[i], n, 0, "param", i)) != MP_OK ||
+            (s = check_member(g->grads[i], n, 0, "grad", i)) != MP_OK)
+            return s;
+        if (g->masters && (s = check_member(g->masters[i], n, 1, "master", i)) != MP_OK)
+            return s;
+        for (int k = 0; k < nst; k++)
+            if (st[k] && (s = check_member(st[k][i], n, 1, names[k], i)) != MP_OK)
+                return s;
+    }
+    return MP_OK;
+}
+
+/* Validates, honours found_inf, and walks every tensor. */
+static mp_status run_group(const mp_optim_group *g, mp_tensor **const st[3], int nst,
+                           span_fn fn, const void *hyper, uint64_t *blocks_used)
+{
+    mp_status s = check_group(g, st, nst);
+    *blocks_used = 0;
+    if (s != MP_OK)
+        return s;
+    if (g->found_inf && *(const float *)mp_tensor_data(g->found_inf) != 0.0f)
+        return MP_OK;
+    float inv = 1.0f;
+    if (g->grad_scale)   /* reciprocal in double, stored as float32, as GradScaler does */
+        inv = (float)(1.0 / (double)*(const float *)mp_tensor_data(g->grad_scale));
+    uint64_t ctr = g->offset;
+    for (int i = 0; i < g->n; i++) {
+        walk_tensor(g, i, st, nst, fn, hyper, inv, ctr);
+        uint64_t blocks = ((uint64_t)mp_tensor_numel(g->params[i]) + 7) / 8;
+        if (g->stochastic && g->params[i]->dtype == MP_DTYPE_BFLOAT16) {
+            ctr += blocks;
+            *blocks_used += blocks;
+        }
+    }
+    return MP_OK;
+}
+
+/* ---- SGD ---- */
+
+typedef struct {
+    mp_sgd_hyper h;
+    int first;
+} sgd_ctx;
+
+static void sgd_span(float *p, const float *g, float **st, int64_t n, float inv,
+                     const void *hyper)
+{
+    const sgd_ctx *c = (const sgd_ctx *)hyper;
+    mp_sgd_hyper h = c->h;
+    float dummy = 0.0f;
+    float *buf = st[0];
+    if (!buf || h.momentum == 0.0f) {
+        h.momentum = 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            p[i] = mp_sgd_update(p[i], g[i] * inv, &dummy, 1, &h);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        p[i] = mp_sgd_update(p[i], g[i] * inv, &buf[i], c->first, &h);
+}
+
+mp_status mp_optim_sgd_step(const mp_optim_group *g, mp_tensor **bufs, int first,
+                            const mp_sgd_hyper *h, uint64_t *blocks_used)
+{
+    sgd_ctx c = {*h, first};
+    mp_tensor **const st[3] = {h->momentum != 0.0f ? bufs : NULL, NULL, NULL};
+    return run_group(g, st, 1, sgd_span, &c, blocks_used);
+}
+
+/* ---- Adam / AdamW ---- */
+
+static void adam_span(float *p, const float *g, float **st, int64_t n, float inv,
+                      const void *hyper)
+{
+    mp_adam_hyper h = *(const mp_adam_hyper *)hyper;
+    float *m = st[0], *v = st[1], *vmax = st[2];
+    if (h.amsgrad && vmax) {
+        for (int64_t i = 0; i < n; i++)
+            p[i] = mp_adam_update(p[i], g[i] * inv, &m[i], &v[i], &vmax[i], &h);
+        return;
+    }
+    h.amsgrad = 0;
+    float dummy = 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        p[i] = mp_adam_update(p[i], g[i] * inv, &m[i], &v[i], &dummy, &h);
+}
+
+mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor **v,
+                             mp_tensor **vmax, const mp_adam_hyper *h, uint64_t *blocks_used)
+{
+    mp_tensor **const st[3] = {m, v, h->amsgrad ? vmax : NULL};
+    if (h->amsgrad && !vmax)
+        return mp_error(MP_ERR_VALUE, "fused adam step: amsgrad needs max_exp_avg_sq tensors");
+    return run_group(g, st, 3, adam_span, h, blocks_used);
+}
