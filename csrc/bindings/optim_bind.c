@@ -224,7 +224,8 @@ static PyObject *f_fused_sgd(PyObject *m, PyObject *const *args, Py_ssize_t narg
     if (floats(args + 10, 4, fv) < 0 || flags(args + 14, 2, fl + 1) < 0 ||
         flags(args + 9, 1, fl) < 0)
         return NULL;
-    h = (mp_sgd_hyper){fv[0], fv[1], fv[2], fv[3], fl[1], fl[2]};
+    h = (mp_sgd_hyper){fv[0], fv[1], fv[2], fv[3], fl[1], fl[2],
+                       (float)(1.0 - PyFloat_AsDouble(args[12]))};
     if (parse_group(s, args, fn, &p, &g, &mst, &grp) < 0)
         return NULL;
     mp_status st = MP_OK;
@@ -265,7 +266,9 @@ static PyObject *f_fused_adam(PyObject *m, PyObject *const *args, Py_ssize_t nar
     }
     if (floats(args + 11, 7, fv) < 0 || flags(args + 18, 3, fl) < 0)
         return NULL;
-    mp_adam_hyper h = {fv[0], fv[1], fv[2], fv[3], fv[4], fv[5], fv[6], fl[0], fl[1], fl[2]};
+    mp_adam_hyper h = {fv[0], fv[1], fv[2], fv[3], fv[4], fv[5], fv[6], fl[0], fl[1], fl[2],
+                       (float)(1.0 - PyFloat_AsDouble(args[11])),
+                       (float)(1.0 - PyFloat_AsDouble(args[12]))};
     if (parse_group(s, args, fn, &p, &g, &mst, &grp) < 0)
         return NULL;
     mp_status st = MP_OK;

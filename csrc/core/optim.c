@@ -3,16 +3,18 @@
  * widened into small fp32 buffers, fp32 ones are used in place, the shared one-element body
  * runs on fp32, and the result is rounded back (to nearest even, or stochastically for bf16).
  * Does not own the step counters or hyper-parameter bookkeeping (mpamp/optim does). */
-#include "optim.h"
-
-#include "random.h"
-#include "../cpu/dispatch.h"
-
-/* sqrtf's errno side effect keeps the update loops scalar; errno is never read here. This is
+/* sqrtf's errno side effect keeps the update loops scalar; errno is never read here.
+ * Set before the includes so the shared bodies get the same options and inline. This is
  * not fast-math: inf/NaN semantics are untouched. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-math-errno")
 #endif
+
+#include "optim.h"
+
+#include "random.h"
+#include "../cpu/dispatch.h"
+#include "../cpu/optim_kernels.h"
 
 #define CHUNK 1024   /* multiple of 8: a Philox block gives eight 16-bit draws */
 
@@ -181,16 +183,17 @@ static void sgd_span(float *p, const float *g, float **st, int64_t n, float inv,
 {
     const sgd_ctx *c = (const sgd_ctx *)hyper;
     mp_sgd_hyper h = c->h;
-    float dummy = 0.0f;
+    float scratch[CHUNK];
     float *buf = st[0];
     if (!buf || h.momentum == 0.0f) {
         h.momentum = 0.0f;
         for (int64_t i = 0; i < n; i++)
-            p[i] = mp_sgd_update(p[i], g[i] * inv, &dummy, 1, &h);
+            p[i] = mp_sgd_update(p[i], g[i] * inv, &scratch[i], 1, &h);
         return;
     }
+    int first = c->first;
     for (int64_t i = 0; i < n; i++)
-        p[i] = mp_sgd_update(p[i], g[i] * inv, &buf[i], c->first, &h);
+        p[i] = mp_sgd_update(p[i], g[i] * inv, &buf[i], first, &h);
 }
 
 mp_status mp_optim_sgd_step(const mp_optim_group *g, mp_tensor **bufs, int first,
@@ -207,16 +210,20 @@ static void adam_span(float *p, const float *g, float **st, int64_t n, float inv
                       const void *hyper)
 {
     mp_adam_hyper h = *(const mp_adam_hyper *)hyper;
+    float scratch[CHUNK];
     float *m = st[0], *v = st[1], *vmax = st[2];
-    if (h.amsgrad && vmax) {
-        for (int64_t i = 0; i < n; i++)
-            p[i] = mp_adam_update(p[i], g[i] * inv, &m[i], &v[i], &vmax[i], &h);
+#if defined(__x86_64__) || defined(_M_X64)
+    if (mp_cpu()->isa >= MP_ISA_AVX2) {
+        mp_adam_span_avx2(p, g, m, v, h.amsgrad ? vmax : NULL, n, inv, &h);
         return;
     }
-    h.amsgrad = 0;
-    float dummy = 0.0f;
+#endif
+    if (!(h.amsgrad && vmax)) {   /* vmax is always written by the body: give it scratch */
+        h.amsgrad = 0;
+        vmax = scratch;
+    }
     for (int64_t i = 0; i < n; i++)
-        p[i] = mp_adam_update(p[i], g[i] * inv, &m[i], &v[i], &dummy, &h);
+        p[i] = mp_adam_update(p[i], g[i] * inv, &m[i], &v[i], &vmax[i], &h);
 }
 
 mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor **v,

@@ -22,22 +22,22 @@ MP_HD float mp_unscale_check(float v, float inv_scale, int *found_inf)
 typedef struct {
     float lr, momentum, dampening, weight_decay;
     int nesterov, maximize;
+    float one_minus_dampening;      /* computed in double, as torch's Python scalar */
 } mp_sgd_hyper;
 
-/* SGD: returns the new parameter. `buf` is the momentum buffer; `first` says it does not
- * exist yet (torch then initialises it to the gradient, without dampening). */
+/* SGD: returns the new parameter. `buf` is the momentum buffer (always written: drivers pass
+ * scratch memory when momentum is 0); `first` says it holds no value yet (torch then
+ * initialises it to the gradient, without dampening). Branch-free selects so loops vectorize;
+ * each select keeps torch's result exactly (terms are skipped, not multiplied by zero). */
 MP_HD float mp_sgd_update(float p, float g, float *buf, int first, const mp_sgd_hyper *h)
 {
-    if (h->maximize)
-        g = -g;
-    if (h->weight_decay != 0.0f)
-        g = g + h->weight_decay * p;
-    if (h->momentum != 0.0f) {
-        float b = first ? g : h->momentum * *buf + (1.0f - h->dampening) * g;
-        *buf = b;
-        g = h->nesterov ? g + h->momentum * b : b;
-    }
-    return p - h->lr * g;
+    g = h->maximize ? -g : g;
+    g = h->weight_decay != 0.0f ? g + h->weight_decay * p : g;
+    float b = first ? g : h->momentum * *buf + h->one_minus_dampening * g;
+    *buf = b;
+    float d = h->nesterov ? g + h->momentum * b : b;
+    d = h->momentum != 0.0f ? d : g;
+    return p - h->lr * d;
 }
 
 typedef struct {
@@ -47,31 +47,30 @@ typedef struct {
     float decay;                    /* 1 - lr * weight_decay, computed in double (AdamW) */
     int decoupled;                  /* AdamW: p *= 1 - lr*wd; Adam: g += wd*p */
     int amsgrad, maximize;
+    float one_minus_beta1, one_minus_beta2;   /* computed in double, as torch's */
 } mp_adam_hyper;
 
-/* Adam / AdamW: returns the new parameter and updates the moments (and max_v for amsgrad).
+/* Adam / AdamW: returns the new parameter and updates the moments; *vmax is always written
+ * (the running max for amsgrad; drivers pass scratch memory otherwise).
  * Same formula as torch's _single_tensor_adam (non-capturable):
  *   denom = sqrt(v) / sqrt(bc2) + eps;  p -= (lr / bc1) * m / denom. */
 MP_HD float mp_adam_update(float p, float g, float *m, float *v, float *vmax,
                            const mp_adam_hyper *h)
 {
-    if (h->maximize)
-        g = -g;
-    if (h->weight_decay != 0.0f) {
-        if (h->decoupled)
-            p = p * h->decay;
-        else
-            g = g + h->weight_decay * p;
-    }
-    float mn = *m + (g - *m) * (1.0f - h->beta1);      /* torch: exp_avg.lerp_(grad, 1-beta1) */
-    float vn = *v * h->beta2 + (1.0f - h->beta2) * g * g;
+    int l2 = h->weight_decay != 0.0f && !h->decoupled;
+    int decay = h->weight_decay != 0.0f && h->decoupled;
+    g = h->maximize ? -g : g;
+    g = l2 ? g + h->weight_decay * p : g;
+    p = decay ? p * h->decay : p;
+    float mn = *m + (g - *m) * h->one_minus_beta1;      /* torch: exp_avg.lerp_(grad, 1-beta1) */
+    float vn = *v * h->beta2 + h->one_minus_beta2 * g * g;
     *m = mn;
     *v = vn;
-    float vu = vn;
-    if (h->amsgrad) {
-        vu = *vmax > vn ? *vmax : vn;
-        *vmax = vu;
-    }
+    float old = *vmax;
+    float vu = old > vn ? old : vn;
+    vu = old != old ? old : vu;                         /* torch.maximum: NaN propagates */
+    vu = h->amsgrad ? vu : vn;
+    *vmax = vu;
     float denom = sqrtf(vu) / h->bias_correction2_sqrt + h->eps;
     return p - h->step_size * (mn / denom);
 }
