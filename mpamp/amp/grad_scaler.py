@@ -161,7 +161,9 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         assert self._scale is not None
         # reciprocal in double, stored as float32 (fp32 division can be imprecise)
-        inv_scale = _full(1.0 / self._scale.item(), mpamp.float32, self._scale.device)
+        scale = self._scale.item()
+        inv_scale = _full(1.0 / scale if scale != 0.0 else float("inf"), mpamp.float32,
+                          self._scale.device)
         found_inf = _full(0.0, mpamp.float32, self._scale.device)
         optimizer_state["found_inf_per_device"] = self._unscale_grads_(
             optimizer, inv_scale, found_inf, False)
