@@ -21,6 +21,8 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+_SET_MESSAGE = ("optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead.")
 
 
 def _typename(obj):
@@ -40,6 +42,8 @@ class Optimizer:
         if isinstance(params, mpamp.Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + _typename(params))
+        if isinstance(params, set):
+            raise TypeError(_SET_MESSAGE)
         self.state = defaultdict(dict)
         self.param_groups = []
         param_groups = list(params)
@@ -75,9 +79,7 @@ class Optimizer:
         if isinstance(params, mpamp.Tensor):
             param_group["params"] = [params]
         elif isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, "
-                            "but the ordering of tensors in sets will change between runs. "
-                            "Please use a list instead.")
+            raise TypeError(_SET_MESSAGE)
         else:
             param_group["params"] = list(params)
         for param in param_group["params"]:
