@@ -3,23 +3,40 @@
  * widened into small fp32 buffers, fp32 ones are used in place, the shared one-element body
  * runs on fp32, and the result is rounded back (to nearest even, or stochastically for bf16).
  * Does not own the step counters or hyper-parameter bookkeeping (mpamp/optim does). */
-/* sqrtf's errno side effect keeps the update loops scalar; errno is never read here.
- * Set before the includes so the shared bodies get the same options and inline. This is
- * not fast-math: inf/NaN semantics are untouched. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-math-errno")
-#endif
+#define _GNU_SOURCE     /* sysconf(_SC_NPROCESSORS_ONLN) under -std=c11 */
 
 #include "optim.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "random.h"
 #include "../cpu/dispatch.h"
 #include "../cpu/optim_kernels.h"
 
 #define CHUNK 1024   /* multiple of 8: a Philox block gives eight 16-bit draws */
+#define MAX_THREADS 16
 
 typedef void (*span_fn)(float *p, const float *g, float **st, int64_t n, float inv,
                         const void *hyper);
+
+struct job;
+/* A fused vector path for one chunk; returns 0 when it does not cover the case. */
+typedef int (*fast_fn)(const struct job *j, int i, int64_t s, int64_t len);
+
+/* Everything one step needs, shared read-only by the worker threads. */
+typedef struct job {
+    const mp_optim_group *g;
+    mp_tensor **const *st;      /* up to 3 lists of fp32 state tensors (NULL entries allowed) */
+    int nst;
+    span_fn fn;
+    fast_fn fast;
+    const void *hyper;
+    float inv;
+    uint64_t *ctr;              /* Philox block base per tensor */
+    int64_t *units;             /* prefix sums of CHUNK-sized units per tensor (n + 1) */
+} job;
 
 static float *f32_at(mp_tensor *t, int64_t i)
 {
@@ -63,34 +80,94 @@ static void store_rounded(mp_tensor *t, int64_t start, int64_t n, const float *s
     }
 }
 
-/* One tensor of the group: chunks of CHUNK elements through fn. */
-static void walk_tensor(const mp_optim_group *g, int i, mp_tensor **const st[3], int nst,
-                        span_fn fn, const void *hyper, float inv, uint64_t ctr)
+/* One chunk [s, s + len) of tensor i: widen, update in fp32, round back. */
+static void walk_chunk(const job *j, int i, int64_t s, int64_t len)
 {
+    const mp_optim_group *g = j->g;
     mp_tensor *p = g->params[i], *gr = g->grads[i];
     mp_tensor *master = g->masters ? g->masters[i] : NULL;
-    int64_t n = mp_tensor_numel(p);
     float pbuf[CHUNK], gbuf[CHUNK];
-    for (int64_t s = 0; s < n; s += CHUNK) {
-        int64_t len = n - s < CHUNK ? n - s : CHUNK;
-        float *pp;
-        if (master)
-            pp = f32_at(master, s);
-        else if (p->dtype == MP_DTYPE_FLOAT32)
-            pp = f32_at(p, s);
-        else
-            load_f32(p, s, len, pp = pbuf);
-        const float *gp = gbuf;
-        if (gr->dtype == MP_DTYPE_FLOAT32)
-            gp = f32_at(gr, s);
-        else
-            load_f32(gr, s, len, gbuf);
-        float *sp[3] = {NULL, NULL, NULL};
-        for (int k = 0; k < nst; k++)
-            sp[k] = st[k] ? f32_at(st[k][i], s) : NULL;
-        fn(pp, gp, sp, len, inv, hyper);
-        if (master || p->dtype != MP_DTYPE_FLOAT32)
-            store_rounded(p, s, len, pp, g, ctr);
+    if (j->fast && j->fast(j, i, s, len))
+        return;
+    float *pp;
+    if (master)
+        pp = f32_at(master, s);
+    else if (p->dtype == MP_DTYPE_FLOAT32)
+        pp = f32_at(p, s);
+    else
+        load_f32(p, s, len, pp = pbuf);
+    const float *gp = gbuf;
+    if (gr->dtype == MP_DTYPE_FLOAT32)
+        gp = f32_at(gr, s);
+    else
+        load_f32(gr, s, len, gbuf);
+    float *sp[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < j->nst; k++)
+        sp[k] = j->st[k] ? f32_at(j->st[k][i], s) : NULL;
+    j->fn(pp, gp, sp, len, j->inv, j->hyper);
+    if (master || p->dtype != MP_DTYPE_FLOAT32)
+        store_rounded(p, s, len, pp, g, j->ctr[i]);
+}
+
+/* Units [u0, u1) of the flattened group (a unit is one chunk of one tensor). */
+static void walk_units(const job *j, int64_t u0, int64_t u1)
+{
+    for (int i = 0; i < j->g->n && u0 < u1; i++) {
+        if (j->units[i + 1] <= u0)
+            continue;
+        int64_t n = mp_tensor_numel(j->g->params[i]);
+        for (; u0 < u1 && u0 < j->units[i + 1]; u0++) {
+            int64_t s = (u0 - j->units[i]) * CHUNK;
+            walk_chunk(j, i, s, n - s < CHUNK ? n - s : CHUNK);
+        }
+    }
+}
+
+typedef struct {
+    const job *j;
+    int64_t u0, u1;
+} part;
+
+static void *worker(void *arg)
+{
+    const part *pt = (const part *)arg;
+    walk_units(pt->j, pt->u0, pt->u1);
+    return NULL;
+}
+
+/* Threads for `total` elements: one below ~1M (thread start-up would dominate), else up to
+ * the online CPUs (MPAMP_NUM_THREADS lowers it). Results do not depend on the count. */
+static int thread_count(int64_t total)
+{
+    if (total < (1 << 20))
+        return 1;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const char *env = getenv("MPAMP_NUM_THREADS");
+    if (env && atoi(env) > 0 && atoi(env) < cpus)
+        cpus = atoi(env);
+    return cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
+}
+
+static void run_parallel(const job *j)
+{
+    int64_t units = j->units[j->g->n];
+    int64_t total = 0;
+    for (int i = 0; i < j->g->n; i++)
+        total += mp_tensor_numel(j->g->params[i]);
+    int nt = thread_count(total);
+    pthread_t tids[MAX_THREADS];
+    part parts[MAX_THREADS];
+    int ok[MAX_THREADS] = {0};
+    for (int t = 0; t < nt; t++)
+        parts[t] = (part){j, units * t / nt, units * (t + 1) / nt};
+    for (int t = 1; t < nt; t++)
+        ok[t] = pthread_create(&tids[t], NULL, worker, &parts[t]) == 0;
+    walk_units(j, parts[0].u0, parts[0].u1);
+    for (int t = 1; t < nt; t++) {
+        if (ok[t])
+            pthread_join(tids[t], NULL);
+        else    /* could not start a thread: do its share here */
+            walk_units(j, parts[t].u0, parts[t].u1);
     }
 }
 
@@ -146,28 +223,40 @@ static mp_status check_group(const mp_optim_group *g, mp_tensor **const st[3], i
     return MP_OK;
 }
 
-/* Validates, honours found_inf, and walks every tensor. */
+/* Validates, honours found_inf, and walks every tensor (threads for large groups). */
 static mp_status run_group(const mp_optim_group *g, mp_tensor **const st[3], int nst,
-                           span_fn fn, const void *hyper, uint64_t *blocks_used)
+                           span_fn fn, fast_fn fast, const void *hyper, uint64_t *blocks_used)
 {
     mp_status s = check_group(g, st, nst);
     *blocks_used = 0;
     if (s != MP_OK)
         return s;
-    if (g->found_inf && *(const float *)mp_tensor_data(g->found_inf) != 0.0f)
+    if (g->n == 0 || (g->found_inf && *(const float *)mp_tensor_data(g->found_inf) != 0.0f))
         return MP_OK;
-    float inv = 1.0f;
+    job j = {g, st, nst, fn, fast, hyper, 1.0f, NULL, NULL};
     if (g->grad_scale)   /* reciprocal in double, stored as float32, as GradScaler does */
-        inv = (float)(1.0 / (double)*(const float *)mp_tensor_data(g->grad_scale));
+        j.inv = (float)(1.0 / (double)*(const float *)mp_tensor_data(g->grad_scale));
+    j.ctr = malloc(sizeof(uint64_t) * (size_t)g->n);
+    j.units = malloc(sizeof(int64_t) * (size_t)(g->n + 1));
+    if (!j.ctr || !j.units) {
+        free(j.ctr);
+        free(j.units);
+        return mp_error(MP_ERR_NOMEM, "fused optimizer step: out of memory");
+    }
     uint64_t ctr = g->offset;
+    j.units[0] = 0;
     for (int i = 0; i < g->n; i++) {
-        walk_tensor(g, i, st, nst, fn, hyper, inv, ctr);
-        uint64_t blocks = ((uint64_t)mp_tensor_numel(g->params[i]) + 7) / 8;
+        int64_t n = mp_tensor_numel(g->params[i]);
+        j.ctr[i] = ctr;
+        j.units[i + 1] = j.units[i] + (n + CHUNK - 1) / CHUNK;
         if (g->stochastic && g->params[i]->dtype == MP_DTYPE_BFLOAT16) {
-            ctr += blocks;
-            *blocks_used += blocks;
+            ctr += ((uint64_t)n + 7) / 8;
+            *blocks_used += ((uint64_t)n + 7) / 8;
         }
     }
+    run_parallel(&j);
+    free(j.ctr);
+    free(j.units);
     return MP_OK;
 }
 
@@ -201,7 +290,7 @@ mp_status mp_optim_sgd_step(const mp_optim_group *g, mp_tensor **bufs, int first
 {
     sgd_ctx c = {*h, first};
     mp_tensor **const st[3] = {h->momentum != 0.0f ? bufs : NULL, NULL, NULL};
-    return run_group(g, st, 1, sgd_span, &c, blocks_used);
+    return run_group(g, st, 1, sgd_span, NULL, &c, blocks_used);
 }
 
 /* ---- Adam / AdamW ---- */
@@ -214,7 +303,7 @@ static void adam_span(float *p, const float *g, float **st, int64_t n, float inv
     float *m = st[0], *v = st[1], *vmax = st[2];
 #if defined(__x86_64__) || defined(_M_X64)
     if (mp_cpu()->isa >= MP_ISA_AVX2) {
-        mp_adam_span_avx2(p, g, m, v, h.amsgrad ? vmax : NULL, n, inv, &h);
+        mp_adam_span_avx2(p, g, NULL, m, v, h.amsgrad ? vmax : NULL, NULL, n, inv, &h);
         return;
     }
 #endif
@@ -226,11 +315,45 @@ static void adam_span(float *p, const float *g, float **st, int64_t n, float inv
         p[i] = mp_adam_update(p[i], g[i] * inv, &m[i], &v[i], &vmax[i], &h);
 }
 
+/* fp32 params, or fp32 masters of bf16 params (nearest-even rounding), with fp32 or bf16
+ * grads: one AVX2 pass reads grads and state once and writes params, masters and state. */
+static int adam_fast(const job *j, int i, int64_t s, int64_t len)
+{
+#if defined(__x86_64__) || defined(_M_X64)
+    const mp_optim_group *g = j->g;
+    mp_tensor *p = g->params[i], *gr = g->grads[i];
+    mp_tensor *master = g->masters ? g->masters[i] : NULL;
+    const mp_adam_hyper *h = (const mp_adam_hyper *)j->hyper;
+    if (mp_cpu()->isa < MP_ISA_AVX2 || (gr->dtype == MP_DTYPE_FLOAT16))
+        return 0;
+    float *pp;
+    mp_bf16 *out16 = NULL;
+    if (master && p->dtype == MP_DTYPE_BFLOAT16 && !g->stochastic) {
+        pp = f32_at(master, s);
+        out16 = (mp_bf16 *)mp_tensor_data(p) + s;
+    } else if (!master && p->dtype == MP_DTYPE_FLOAT32) {
+        pp = f32_at(p, s);
+    } else {
+        return 0;
+    }
+    int g32 = gr->dtype == MP_DTYPE_FLOAT32;
+    float *vmax = h->amsgrad && j->st[2] ? f32_at(j->st[2][i], s) : NULL;
+    mp_adam_span_avx2(pp, g32 ? f32_at(gr, s) : NULL,
+                      g32 ? NULL : (const mp_bf16 *)mp_tensor_data(gr) + s,
+                      f32_at(j->st[0][i], s), f32_at(j->st[1][i], s), vmax, out16, len, j->inv,
+                      h);
+    return 1;
+#else
+    (void)j, (void)i, (void)s, (void)len;
+    return 0;
+#endif
+}
+
 mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor **v,
                              mp_tensor **vmax, const mp_adam_hyper *h, uint64_t *blocks_used)
 {
     mp_tensor **const st[3] = {m, v, h->amsgrad ? vmax : NULL};
     if (h->amsgrad && !vmax)
         return mp_error(MP_ERR_VALUE, "fused adam step: amsgrad needs max_exp_avg_sq tensors");
-    return run_group(g, st, 3, adam_span, h, blocks_used);
+    return run_group(g, st, 3, adam_span, adam_fast, h, blocks_used);
 }

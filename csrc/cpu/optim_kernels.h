@@ -6,8 +6,11 @@
 
 #include "../shared/mp_optim.h"
 
-/* p[i] = adam(p[i], g[i] * inv, ...) for i < n; vmax may be NULL when !h->amsgrad. */
-void mp_adam_span_avx2(float *p, const float *g, float *m, float *v, float *vmax, int64_t n,
-                       float inv, const mp_adam_hyper *h);
+/* For i < n: p[i] = adam(p[i], grad[i] * inv, m, v, vmax); grad is g (fp32) or, when g is
+ * NULL, g16 (bf16). out16, when not NULL, receives p rounded to bf16 (nearest even): the
+ * master-weight case. vmax may be NULL when !h->amsgrad. */
+void mp_adam_span_avx2(float *p, const float *g, const mp_bf16 *g16, float *m, float *v,
+                       float *vmax, mp_bf16 *out16, int64_t n, float inv,
+                       const mp_adam_hyper *h);
 
 #endif
