@@ -56,7 +56,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise NotImplementedError("create_graph=True (higher-order gradients) is not "
                                   "supported by mpamp")
     outputs = _as_tuple(outputs, "outputs")
-    single = isinstance(inputs, _C.TensorBase)
     inputs = _as_tuple(inputs, "inputs")
     grads = _grads_for(outputs, _as_tuple(grad_outputs, "grad_outputs"))
     res = _C._grad(outputs, grads, inputs, bool(retain_graph))
@@ -67,4 +66,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise RuntimeError("One of the differentiated Tensors appears to not have been used "
                            "in the graph. Set allow_unused=True if this is the desired "
                            "behavior.")
-    return res if not single or len(res) != 1 else res
+    return res

@@ -10,7 +10,6 @@ class FunctionCtx:
 
     def __init__(self):
         self._saved = ()
-        self._freed = False
         self.needs_input_grad = ()
         self._non_diff = set()
         self.materialize_grads = True
@@ -26,11 +25,6 @@ class FunctionCtx:
     @property
     def saved_tensors(self):
         """The tensors given to save_for_backward."""
-        if self._freed:
-            raise RuntimeError("Trying to backward through the graph a second time (or "
-                               "directly access saved tensors after they have already been "
-                               "freed). Specify retain_graph=True if you need to backward "
-                               "through the graph a second time.")
         return self._saved
 
     def mark_non_differentiable(self, *tensors):
@@ -102,7 +96,3 @@ class Function(metaclass=_FunctionMeta):
 
 def _zeros(shape, dtype):
     return _C._full(shape, 0, dtype)
-
-
-class BackwardCFunction:  # noqa: D101 - present for isinstance checks in user code
-    pass
