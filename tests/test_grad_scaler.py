@@ -348,3 +348,40 @@ def test_against_torch_scaler():
         ms.update()
         assert ts.state_dict() == ms.state_dict()
         np.testing.assert_allclose(mp.detach().numpy(), tp.detach().numpy(), rtol=1e-6)
+
+
+def test_fused_optimizer_after_unscale_does_not_unscale_twice():
+    p, q = nn.Parameter(mpamp.zeros(3)), nn.Parameter(mpamp.zeros(3))
+    g = np.array([1.0, -2.0, 0.5], np.float32)
+    for param, unscale_first in ((p, True), (q, False)):
+        opt = optim.SGD([param], lr=1.0)      # _step_supports_amp_scaling
+        scaler = GradScaler("cpu", init_scale=256.0)
+        scaler.scale(mpamp.tensor(1.0))
+        param.grad = mpamp.tensor(g * np.float32(256.0))
+        if unscale_first:
+            scaler.unscale_(opt)
+            np.testing.assert_array_equal(param.grad.numpy(), g)
+        scaler.step(opt)
+        scaler.update()
+        np.testing.assert_array_equal(param.detach().numpy(), -g)
+        assert not hasattr(opt, "grad_scale") and not hasattr(opt, "found_inf")
+    # without unscale_, the fused kernel unscaled on the fly and left the grads scaled
+    np.testing.assert_array_equal(q.grad.numpy(), g * np.float32(256.0))
+
+
+def test_grad_scaler_keyword_protocol_warns():
+    class Legacy(PlainSGD):
+        _step_supports_amp_scaling = True
+
+        def step(self, closure=None, grad_scaler=None):
+            self.seen = grad_scaler
+            return "ret"
+
+    p = nn.Parameter(mpamp.ones(2))
+    opt = Legacy([p], lr=0.1)
+    scaler = GradScaler("cpu")
+    scaler.scale(mpamp.tensor(1.0))
+    p.grad = mpamp.ones(2)
+    with pytest.warns(FutureWarning, match="GradScaler is going to stop passing itself"):
+        assert scaler.step(opt) == "ret"
+    assert opt.seen is scaler

@@ -318,3 +318,19 @@ def test_against_torch_100_steps(rng):
             to.step()
         np.testing.assert_allclose(mp.detach().numpy(), tp.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+def test_stochastic_rounding_with_masters():
+    mpamp.manual_seed(3)
+    n = 4096
+    p = nn.Parameter(mpamp.ones(n, dtype=mpamp.bfloat16))
+    opt = optim.Adam([p], lr=1e-3, master_weights=True, stochastic_rounding=True)
+    for _ in range(10):
+        p.grad = mpamp.ones(n, dtype=mpamp.bfloat16)
+        opt.step()
+    master = opt.state[p]["master_weight"].numpy()
+    w = to_numpy(p)
+    lo = round_to(master, "bfloat16")
+    ulp = np.float32(2.0 ** -8)                 # bf16 spacing just below 1.0
+    assert np.all((np.abs(w - master) < ulp) & ((w == lo) | (np.abs(w - lo) == ulp)))
+    assert abs(float(w.mean()) - float(master.mean())) < 3e-4   # unbiased around the masters
