@@ -334,3 +334,14 @@ def test_stochastic_rounding_with_masters():
     ulp = np.float32(2.0 ** -8)                 # bf16 spacing just below 1.0
     assert np.all((np.abs(w - master) < ulp) & ((w == lo) | (np.abs(w - lo) == ulp)))
     assert abs(float(w.mean()) - float(master.mean())) < 3e-4   # unbiased around the masters
+
+
+def test_pickle_keeps_extensions():
+    import pickle
+    p = nn.Parameter(mpamp.ones(3, dtype=mpamp.bfloat16))
+    opt = optim.AdamW([p], master_weights=True, stochastic_rounding=True)
+    p.grad = mpamp.ones(3, dtype=mpamp.bfloat16)
+    opt.step()
+    clone = pickle.loads(pickle.dumps(opt))
+    assert clone.master_weights and clone.stochastic_rounding
+    assert clone.state_dict()["param_groups"] == opt.state_dict()["param_groups"]

@@ -203,7 +203,6 @@ static mp_status check_member(const mp_tensor *t, int64_t numel, int f32_only,
 
 static mp_status check_group(const mp_optim_group *g, mp_tensor **const st[3], int nst)
 {
-    static const char *names[3] = {"state", "state", "state"};
     mp_status s;
     if (g->grad_scale && (s = check_scalar(g->grad_scale, "grad_scale")) != MP_OK)
         return s;
@@ -217,7 +216,7 @@ static mp_status check_group(const mp_optim_group *g, mp_tensor **const st[3], i
         if (g->masters && (s = check_member(g->masters[i], n, 1, "master", i)) != MP_OK)
             return s;
         for (int k = 0; k < nst; k++)
-            if (st[k] && (s = check_member(st[k][i], n, 1, names[k], i)) != MP_OK)
+            if (st[k] && (s = check_member(st[k][i], n, 1, "state", i)) != MP_OK)
                 return s;
     }
     return MP_OK;

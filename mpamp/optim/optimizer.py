@@ -55,8 +55,12 @@ class Optimizer:
             self.add_param_group(param_group)
 
     def __getstate__(self):
-        return {"defaults": self.defaults, "state": self.state,
-                "param_groups": self.param_groups}
+        state = {"defaults": self.defaults, "state": self.state,
+                 "param_groups": self.param_groups}
+        for key in ("master_weights", "stochastic_rounding"):   # mpamp extensions
+            if hasattr(self, key):
+                state[key] = getattr(self, key)
+        return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
