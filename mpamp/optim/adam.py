@@ -10,7 +10,7 @@ import math
 import mpamp
 from .. import _C
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _masters
 
 __all__ = ["Adam", "AdamW"]
 
@@ -85,8 +85,7 @@ class Adam(Optimizer):
 
     def _bucket_step(self, group, step, lists, grad_scale, found_inf):
         ps, gs, ms, m1, m2, vmax = lists
-        masters = None if all(m is None for m in ms) else [m if m is not None else p
-                                                            for m, p in zip(ms, ps)]
+        masters = _masters(ps, ms)
         beta1, beta2 = (float(b) for b in group["betas"])
         lr, wd = float(group["lr"]), float(group["weight_decay"])
         bias_correction1 = 1 - beta1 ** step

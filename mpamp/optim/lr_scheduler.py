@@ -190,9 +190,8 @@ class CosineAnnealingLR(LRScheduler):
                 * (g["lr"] - self.eta_min) + self.eta_min for g in groups]
 
     def _get_closed_form_lr(self):
-        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch
-                                                                   / self.T_max)) / 2
-                for b in self.base_lrs]
+        cos = math.cos(math.pi * self.last_epoch / self.T_max)
+        return [self.eta_min + (b - self.eta_min) * (1 + cos) / 2 for b in self.base_lrs]
 
 
 class LambdaLR(LRScheduler):

@@ -211,6 +211,14 @@ class Optimizer:
         raise NotImplementedError
 
 
+def _masters(params, masters):
+    """The masters list for a fused call: None when no param has one, else fp32 params stand
+    in for their own master (the kernel then updates them in place)."""
+    if all(m is None for m in masters):
+        return None
+    return [m if m is not None else p for m, p in zip(masters, params)]
+
+
 def _load_value(val):
     if isinstance(val, mpamp.Tensor):
         return val.detach().to(dtype=mpamp.float32).clone()

@@ -7,7 +7,7 @@ stochastic_rounding=True (bf16 weights rounded stochastically from the default g
 import mpamp
 from .. import _C
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer
+from .optimizer import Optimizer, _masters
 
 __all__ = ["SGD"]
 
@@ -67,8 +67,7 @@ class SGD(Optimizer):
         for first, (ps, gs, ms, bufs) in ((True, fresh), (False, old)):
             if not ps:
                 continue
-            masters = None if all(m is None for m in ms) else [m if m is not None else p
-                                                                for m, p in zip(ms, ps)]
+            masters = _masters(ps, ms)
             self._fused(_C._fused_sgd_, ps, gs, masters, grad_scale, found_inf,
                         bufs if momentum != 0 else None, first, float(group["lr"]),
                         float(momentum), float(group["dampening"]),
