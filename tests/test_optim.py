@@ -345,3 +345,34 @@ def test_pickle_keeps_extensions():
     clone = pickle.loads(pickle.dumps(opt))
     assert clone.master_weights and clone.stochastic_rounding
     assert clone.state_dict()["param_groups"] == opt.state_dict()["param_groups"]
+
+
+def test_bf16_master_path_and_threads_bit_identical():
+    # the AVX2 fused bf16/master pass vs the scalar chunks, and 1 vs 2 threads on a group
+    # above the threading threshold (with stochastic rounding: counters are per element)
+    code = """
+import numpy as np, mpamp
+from mpamp import nn, optim
+rng = np.random.default_rng(5)
+mpamp.manual_seed(11)
+def model(n):
+    return nn.Parameter(mpamp.tensor(rng.standard_normal(n).astype(np.float32)).bfloat16())
+ps = [model(700_001), model(600_003)]
+o = optim.AdamW(ps, lr=1e-2, amsgrad=True, master_weights=True)
+qs = [model(1_100_000), model(77)]
+o2 = optim.SGD(qs, lr=1e-2, momentum=0.9, stochastic_rounding=True)
+for _ in range(3):
+    for p in ps + qs:
+        p.grad = mpamp.tensor(rng.standard_normal(p.numel()).astype(np.float32)).bfloat16()
+    o.step()
+    o2.step()
+out = [p.detach().float().numpy().tobytes() for p in ps + qs]
+out += [o.state[p]["master_weight"].numpy().tobytes() for p in ps]
+import hashlib
+print(hashlib.sha256(b"".join(out)).hexdigest())
+"""
+    runs = [run_python(code, MPAMP_CPU_ISA="scalar"), run_python(code, MPAMP_NUM_THREADS="1"),
+            run_python(code)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout
