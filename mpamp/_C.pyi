@@ -190,6 +190,10 @@ def _addmm(*args: Any, **kwargs: Any) -> Any:
     """_addmm(input, mat1, mat2, beta, alpha)"""
 def _alloc_stats(*args: Any, **kwargs: Any) -> Any:
     """Caching allocator counters"""
+def _amp_foreach_non_finite_check_and_unscale_(*args: Any, **kwargs: Any) -> Any:
+    """Check grads for inf/NaN (found_inf = 1) and multiply them by inv_scale in place"""
+def _amp_update_scale_(*args: Any, **kwargs: Any) -> Any:
+    """torch's loss-scale update: backoff on inf, growth after growth_interval clean steps"""
 def _arange(*args: Any, **kwargs: Any) -> Any:
     """_arange(start, end, step, dtype)"""
 def _argmax(*args: Any, **kwargs: Any) -> Any:
@@ -244,6 +248,10 @@ def _from_dlpack(*args: Any, **kwargs: Any) -> Any:
     """_from_dlpack(capsule) -> (tensor sharing the capsule's memory, readonly flag)"""
 def _full(*args: Any, **kwargs: Any) -> Any:
     """_full(shape, value, dtype): filled tensor"""
+def _fused_adam_(*args: Any, **kwargs: Any) -> Any:
+    """Fused multi-tensor Adam/AdamW step"""
+def _fused_sgd_(*args: Any, **kwargs: Any) -> Any:
+    """Fused multi-tensor SGD step"""
 def _get_autocast_dtype(*args: Any, **kwargs: Any) -> Any:
     """Lower-precision dtype of a device type"""
 def _get_isa(*args: Any, **kwargs: Any) -> Any:

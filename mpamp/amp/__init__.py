@@ -4,5 +4,6 @@ from .autocast_mode import (_cast_cache_stats, autocast, clear_autocast_cache, c
                             is_autocast_cache_enabled, is_autocast_enabled,
                             set_autocast_cache_enabled, set_autocast_dtype,
                             set_autocast_enabled)
+from .grad_scaler import GradScaler, OptState
 
-__all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available"]
+__all__ = ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available", "GradScaler"]

@@ -3,7 +3,7 @@ import functools
 import warnings
 
 from .._C import float16
-from ..amp import autocast_mode
+from ..amp import autocast_mode, grad_scaler
 
 
 class autocast(autocast_mode.autocast):
@@ -32,3 +32,16 @@ def custom_bwd(bwd):
                   "`mpamp.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
                   stacklevel=2)
     return autocast_mode.custom_bwd(bwd, device_type="cuda")
+
+
+class GradScaler(grad_scaler.GradScaler):
+    """torch.cuda.amp.GradScaler(args...) == mpamp.amp.GradScaler('cuda', args...)."""
+
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
+                 growth_interval=2000, enabled=True):
+        warnings.warn("`mpamp.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`mpamp.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval,
+                         enabled=enabled)

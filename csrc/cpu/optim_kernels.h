@@ -1,0 +1,16 @@
+/* optim_kernels.h - vector drivers of the optimizer bodies in shared/mp_optim.h, one per ISA
+ * file (optim_avx2.c). They must give bit-identical results to the scalar loop over the body
+ * (no FMA contraction, same operation order); csrc/core/optim.c picks them by mp_cpu()->isa. */
+#ifndef MP_CPU_OPTIM_KERNELS_H
+#define MP_CPU_OPTIM_KERNELS_H
+
+#include "../shared/mp_optim.h"
+
+/* For i < n: p[i] = adam(p[i], grad[i] * inv, m, v, vmax); grad is g (fp32) or, when g is
+ * NULL, g16 (bf16). out16, when not NULL, receives p rounded to bf16 (nearest even): the
+ * master-weight case. vmax may be NULL when !h->amsgrad. */
+void mp_adam_span_avx2(float *p, const float *g, const mp_bf16 *g16, float *m, float *v,
+                       float *vmax, mp_bf16 *out16, int64_t n, float inv,
+                       const mp_adam_hyper *h);
+
+#endif
