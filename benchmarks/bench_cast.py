@@ -17,6 +17,7 @@ instead. Libraries not installed are "-". Everything else is single-threaded.
 """
 import argparse
 import datetime
+import glob
 import os
 import platform
 import statistics
@@ -27,7 +28,8 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+if glob.glob(os.path.join(ROOT, "mpamp", "_C*.so")):    # an in-place build: use it
+    sys.path.insert(0, ROOT)
 
 import mpamp  # noqa: E402
 

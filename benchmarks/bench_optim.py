@@ -11,6 +11,7 @@ Torch (when installed): the faster of Adam(foreach=True) and Adam(fused=True), s
     python benchmarks/bench_optim.py [--params 10000000] [--tensors 40] [--repeat 10]
 """
 import argparse
+import glob
 import os
 import sys
 import threading
@@ -18,7 +19,9 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if glob.glob(os.path.join(_ROOT, "mpamp", "_C*.so")):    # an in-place build: use it
+    sys.path.insert(0, _ROOT)
 import mpamp  # noqa: E402
 
 BYTES_PER_PARAM = 28

@@ -304,5 +304,9 @@ def _supported_isas(*args: Any, **kwargs: Any) -> Any:
     """All ISA levels this CPU can run"""
 def _where(*args: Any, **kwargs: Any) -> Any:
     """_where(condition, input, other)"""
+def get_num_threads(*args: Any, **kwargs: Any) -> Any:
+    """Threads large kernels use (MPAMP_NUM_THREADS / OMP_NUM_THREADS / cores)"""
 def is_grad_enabled(*args: Any, **kwargs: Any) -> Any:
     """True unless inside no_grad"""
+def set_num_threads(*args: Any, **kwargs: Any) -> Any:
+    """Set the threads large kernels use"""

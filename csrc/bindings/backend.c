@@ -7,6 +7,7 @@
 #include "../core/cuda_api.h"
 #include "../cpu/cast_check.h"
 #include "../cpu/dispatch.h"
+#include "../cpu/parallel.h"
 
 static PyObject *f_get_isa(PyObject *m, PyObject *unused)
 {
@@ -260,7 +261,31 @@ static PyObject *f_check_cast_exhaustive(PyObject *m, PyObject *const *args, Py_
     return Py_BuildValue("(Kk)", (unsigned long long)bad, (unsigned long)first);
 }
 
+static PyObject *f_get_num_threads(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyLong_FromLong(mp_get_num_threads());
+}
+
+static PyObject *f_set_num_threads(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    int64_t n;
+    if (mp_parse_int64(arg, "set_num_threads", "num", &n) < 0)
+        return NULL;
+    if (n < 1) {
+        PyErr_Format(PyExc_ValueError, "set_num_threads expects a positive integer, got %lld",
+                     (long long)n);
+        return NULL;
+    }
+    mp_set_num_threads(n > 1024 ? 1024 : (int)n);
+    Py_RETURN_NONE;
+}
+
 PyMethodDef mp_misc_functions[] = {
+    {"get_num_threads", f_get_num_threads, METH_NOARGS,
+     "Threads large kernels use (MPAMP_NUM_THREADS / OMP_NUM_THREADS / cores)"},
+    {"set_num_threads", f_set_num_threads, METH_O, "Set the threads large kernels use"},
     {"_get_isa", f_get_isa, METH_NOARGS, "ISA level in use"},
     {"_detected_isa", f_detected_isa, METH_NOARGS, "Highest ISA level this CPU supports"},
     {"_supported_isas", f_supported_isas, METH_NOARGS, "All ISA levels this CPU can run"},

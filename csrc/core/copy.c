@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../cpu/dispatch.h"
+#include "../cpu/parallel.h"
 #include "../shared/mp_half.h"
 #include "iter.h"
 
@@ -107,6 +108,25 @@ static void copy_run(char **ptrs, const int64_t *strides, int64_t n, void *ctx)
         mp_store_scalar(c->dst, d, load_scalar(c->src, s));
 }
 
+/* Large contiguous copies are split over the cores: one core cannot saturate memory
+ * bandwidth with a conversion in the loop (benchmarks/bench_cast.py). */
+#define MP_COPY_GRAIN (1 << 20)
+
+typedef struct {
+    copy_ctx c;
+    char *d;
+    const char *s;
+} flat_copy;
+
+static void copy_range(void *ctx, int64_t begin, int64_t end)
+{
+    flat_copy *f = ctx;
+    char *ptrs[2] = {f->d + begin * (int64_t)mp_dtype_size(f->c.dst),
+                     (char *)f->s + begin * (int64_t)mp_dtype_size(f->c.src)};
+    const int64_t unit[2] = {1, 1};
+    copy_run(ptrs, unit, end - begin, &f->c);
+}
+
 mp_status mp_tensor_copy_(mp_tensor *dst, mp_tensor *src)
 {
     if (dst->ndim != src->ndim || memcmp(dst->shape, src->shape, sizeof(int64_t) *
@@ -119,9 +139,15 @@ mp_status mp_tensor_copy_(mp_tensor *dst, mp_tensor *src)
     }
     if (dst->storage->device != MP_DEVICE_CPU || src->storage->device != MP_DEVICE_CPU)
         return mp_error(MP_ERR_NO_CUDA, "CUDA copies are not available in this build");
+    copy_ctx c = {dst->dtype, src->dtype, mp_cpu()};
+    int64_t n = mp_tensor_numel(dst);
+    if (n >= 2 * MP_COPY_GRAIN && mp_tensor_is_contiguous(dst) && mp_tensor_is_contiguous(src)) {
+        flat_copy f = {c, mp_tensor_data(dst), mp_tensor_data(src)};
+        mp_parallel_for(n, MP_COPY_GRAIN, copy_range, &f);
+        return MP_OK;
+    }
     mp_tensor *ops[2] = {dst, src};
     mp_iter it;
-    copy_ctx c = {dst->dtype, src->dtype, mp_cpu()};
     mp_iter_init(&it, ops, 2);
     mp_iter_run(&it, copy_run, &c);
     return MP_OK;

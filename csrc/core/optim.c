@@ -3,20 +3,17 @@
  * widened into small fp32 buffers, fp32 ones are used in place, the shared one-element body
  * runs on fp32, and the result is rounded back (to nearest even, or stochastically for bf16).
  * Does not own the step counters or hyper-parameter bookkeeping (mpamp/optim does). */
-#define _GNU_SOURCE     /* sysconf(_SC_NPROCESSORS_ONLN) under -std=c11 */
 
 #include "optim.h"
 
-#include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "random.h"
 #include "../cpu/dispatch.h"
 #include "../cpu/optim_kernels.h"
+#include "../cpu/parallel.h"
 
 #define CHUNK 1024   /* multiple of 8: a Philox block gives eight 16-bit draws */
-#define MAX_THREADS 16
 
 typedef void (*span_fn)(float *p, const float *g, float **st, int64_t n, float inv,
                         const void *hyper);
@@ -123,52 +120,16 @@ static void walk_units(const job *j, int64_t u0, int64_t u1)
     }
 }
 
-typedef struct {
-    const job *j;
-    int64_t u0, u1;
-} part;
-
-static void *worker(void *arg)
+static void walk_range(void *ctx, int64_t u0, int64_t u1)
 {
-    const part *pt = (const part *)arg;
-    walk_units(pt->j, pt->u0, pt->u1);
-    return NULL;
+    walk_units((const job *)ctx, u0, u1);
 }
 
-/* Threads for `total` elements: one below ~1M (thread start-up would dominate), else up to
- * the online CPUs (MPAMP_NUM_THREADS lowers it). Results do not depend on the count. */
-static int thread_count(int64_t total)
-{
-    if (total < (1 << 20))
-        return 1;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *env = getenv("MPAMP_NUM_THREADS");
-    if (env && atoi(env) > 0 && atoi(env) < cpus)
-        cpus = atoi(env);
-    return cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
-}
-
+/* The group's units over the cores, each thread at least ~1M elements (thread start-up
+ * would dominate below); results do not depend on the split. */
 static void run_parallel(const job *j)
 {
-    int64_t units = j->units[j->g->n];
-    int64_t total = 0;
-    for (int i = 0; i < j->g->n; i++)
-        total += mp_tensor_numel(j->g->params[i]);
-    int nt = thread_count(total);
-    pthread_t tids[MAX_THREADS];
-    part parts[MAX_THREADS];
-    int ok[MAX_THREADS] = {0};
-    for (int t = 0; t < nt; t++)
-        parts[t] = (part){j, units * t / nt, units * (t + 1) / nt};
-    for (int t = 1; t < nt; t++)
-        ok[t] = pthread_create(&tids[t], NULL, worker, &parts[t]) == 0;
-    walk_units(j, parts[0].u0, parts[0].u1);
-    for (int t = 1; t < nt; t++) {
-        if (ok[t])
-            pthread_join(tids[t], NULL);
-        else    /* could not start a thread: do its share here */
-            walk_units(j, parts[t].u0, parts[t].u1);
-    }
+    mp_parallel_for(j->units[j->g->n], (1 << 20) / CHUNK, walk_range, (void *)j);
 }
 
 static mp_status check_scalar(const mp_tensor *t, const char *name)
