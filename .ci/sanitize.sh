@@ -9,7 +9,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp -r "$root"/setup.py "$root"/pyproject.toml "$root"/README.md "$root"/csrc "$root"/mpamp \
     "$root"/tests "$root"/.ci "$work"/
-[ -d "$root/cuda" ] && cp -r "$root/cuda" "$work"/
+for extra in cuda examples benchmarks tools; do      # tests read some of these
+    if [ -d "$root/$extra" ]; then cp -r "$root/$extra" "$work"/; fi
+done
 find "$work" -name "*.so" -delete
 cd "$work"
 MPAMP_CUDA=0 MPAMP_SANITIZE=address,undefined python setup.py -q build_ext --inplace --force \
