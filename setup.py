@@ -110,6 +110,19 @@ def sanitize_flags():
 class BuildExt(build_ext):
     """Compiles ISA files and CUDA files with their own flags, then links everything."""
 
+    def run(self):
+        super().run()
+        if self.inplace:
+            return
+        # Also place the extension beside the sources, as `build_ext --inplace` does: commands
+        # run from the project root (`python -m mpamp.demo`, `python -m pytest`) import the
+        # source folder before the installed package, and must find _C there too.
+        for ext in self.extensions:
+            built = self.get_ext_fullpath(ext.name)
+            dest = os.path.join(ROOT, self.get_ext_filename(ext.name))
+            if os.path.exists(built) and os.path.isdir(os.path.dirname(dest)):
+                shutil.copyfile(built, dest)
+
     def build_extension(self, ext):
         ext_path = self.get_ext_fullpath(ext.name)
         if not (self.force or newer_group(ext.sources + ext.depends, ext_path, "newer")):

@@ -132,3 +132,18 @@ def test_table_format():
     text = demo.format_table("model", rows)
     assert "2.00x" in text and "+2.00%" in text and "3.00 MiB" in text and "2.0 KiB" in text
     assert "32768" in text
+
+
+def test_readme_first_command_works_from_the_project_root():
+    # `pip install . && python -m mpamp.demo` runs in the checkout, where `python -m` imports
+    # the source folder first: setup.py places the built extension there too.
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.path.exists(os.path.join(root, "setup.py")):
+        pytest.skip("not running from a project checkout")
+    out = subprocess.run([sys.executable, "-m", "mpamp.demo", "--help"], cwd=root,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--steps" in out.stdout
