@@ -79,7 +79,7 @@ class GradScaler:
             self._init_growth_tracker = 0
             self._growth_tracker = None
             self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
-            self._stats = {"steps": 0, "skipped_steps": 0, "scale_history": []}
+            self._stats = {"steps": 0, "skipped_steps": 0, "scale_updates": 0}
 
     def _check_scale_growth_tracker(self, funcname):
         fix = "This may indicate your script did not use scaler.scale(loss or outputs) earlier " \
@@ -264,7 +264,7 @@ class GradScaler:
             _C._amp_update_scale_(_scale, _growth_tracker, found_inf_combined,
                                   float(self._growth_factor), float(self._backoff_factor),
                                   int(self._growth_interval))
-        self._stats["scale_history"].append(self._scale.item())
+        self._stats["scale_updates"] += 1   # a count, not a list: long runs must not grow
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
 
     def _get_scale_async(self):
@@ -309,7 +309,7 @@ class GradScaler:
         if not self._enabled:
             return {"steps": 0, "skipped_steps": 0, "scale_history_len": 0, "scale": 1.0}
         return {"steps": self._stats["steps"], "skipped_steps": self._stats["skipped_steps"],
-                "scale_history_len": len(self._stats["scale_history"]),
+                "scale_history_len": self._stats["scale_updates"],
                 "scale": self.get_scale()}
 
     def state_dict(self):
