@@ -42,6 +42,9 @@ def test_rss_is_flat_over_thousands_of_steps():
     steps(3000)
     gc.collect()
     grew = rss_bytes() - rss0
-    assert grew < 4 << 20, f"RSS grew by {grew / 2**20:.1f} MiB over 3000 steps"
+    # AddressSanitizer keeps freed memory in its quarantine (up to 256 MiB), so RSS says
+    # nothing there; the sanitizer run checks leaks itself.
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+        assert grew < 4 << 20, f"RSS grew by {grew / 2**20:.1f} MiB over 3000 steps"
     assert sys.getallocatedblocks() - blocks0 < 500
     assert mpamp.backends.cpu.allocator_stats()["in_use_bytes"] == in_use0
