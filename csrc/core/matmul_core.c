@@ -1,6 +1,9 @@
 /* matmul_core.c - the batched product of matmul_core.h. An operand the GEMM can read in place
- * (fp32, unit stride along rows or columns) is used as is, whatever its batch strides; other
- * operands are converted to fp32 once, keeping broadcast batch dims broadcast. Batch dims that
+ * (any float dtype, unit stride along rows or columns) is used as is, whatever its batch
+ * strides; other operands are copied once in their own dtype, keeping broadcast batch dims
+ * broadcast. When no product is summed into another and the bias is a row vector, the GEMM
+ * writes the result in the output dtype with the bias fused; otherwise it accumulates an fp32
+ * result that is rounded once at the end. Batch dims that
  * the A rows can absorb (B shared across the batch) are folded into M so a (B, M, K) @ (K, N)
  * product is one GEMM. Output batch dims of size 1 accumulate (beta = 1 after the first). */
 #include "matmul_core.h"
@@ -39,13 +42,16 @@ static int gemm_layout(const mp_tensor *t, int *trans, int64_t *ld)
     return 0;
 }
 
-/* t's values in dtype wt, readable by the GEMM: t itself when it already is, else a copy in
+/* t's values readable by the GEMM (float dtypes as they are, others as wt): t itself when it
+ * already is, else a copy in
  * t's own orientation (column-major stays column-major, so conversion reads unit-stride runs).
  * Broadcast (stride-0) batch dims are converted once, then expanded again. */
 static mp_status gemm_operand(mp_tensor *t, mp_dtype wt, mp_tensor **out)
 {
     int trans, nd = t->ndim;
     int64_t ld, shape[MP_MAX_DIMS];
+    if (wt != MP_DTYPE_INT64 && mp_dtype_is_float(t->dtype))
+        wt = t->dtype;                     /* the GEMM converts fp16/bf16 while packing */
     if (t->dtype == wt && gemm_layout(t, &trans, &ld)) {
         mp_tensor_incref(t);
         *out = t;
@@ -93,9 +99,12 @@ typedef struct {
     int64_t bshape[MP_MAX_DIMS], sa[MP_MAX_DIMS], sb[MP_MAX_DIMS], sc[MP_MAX_DIMS];
     int64_t m, n, k, lda, ldb;
     char *pa, *pb, *pc;
-    size_t esz;
-    mp_dtype wt;
+    mp_dtype wt, adt, bdt;       /* wt: C's dtype */
     double alpha;
+    const void *bias;            /* fused row-vector bias (low-precision C only) */
+    mp_dtype bias_dt;
+    int64_t bias_stride;
+    float bias_scale;
 } mm_plan;
 
 /* Stride of t's batch dim aligned to batch dim d of an nb-dim batch (0: broadcast). */
@@ -130,6 +139,7 @@ static void simplify_plan(mm_plan *p)
 static mp_status run_plan(const mm_plan *p)
 {
     int64_t idx[MP_MAX_DIMS] = {0}, total = 1;
+    size_t ea = mp_dtype_size(p->adt), eb = mp_dtype_size(p->bdt), ec = mp_dtype_size(p->wt);
     for (int d = 0; d < p->nb; d++)
         total *= p->bshape[d];
     for (int64_t t = 0; t < total; t++) {
@@ -144,11 +154,18 @@ static mp_status run_plan(const mm_plan *p)
             mp_gemm_i64(p->ta, p->tb, p->m, p->n, p->k, (int64_t)p->alpha,
                         (const int64_t *)p->pa + oa, p->lda, (const int64_t *)p->pb + ob,
                         p->ldb, add, (int64_t *)p->pc + oc, p->n);
-        } else if (mp_gemm_f32(p->ta, p->tb, p->m, p->n, p->k, (float)p->alpha,
-                               (const float *)p->pa + oa, p->lda, (const float *)p->pb + ob,
-                               p->ldb, add ? 1.0f : 0.0f, (float *)p->pc + oc,
-                               p->n) != MP_OK) {
-            return mp_error(MP_ERR_NOMEM, "out of memory for the matmul packing buffers");
+        } else {
+            mp_gemm_args g = mp_gemm_plain(p->ta, p->tb, p->m, p->n, p->k,
+                                           p->pa + (size_t)oa * ea, p->lda,
+                                           p->pb + (size_t)ob * eb, p->ldb,
+                                           p->pc + (size_t)oc * ec, p->n);
+            g.a_dtype = p->adt, g.b_dtype = p->bdt, g.c_dtype = p->wt;
+            g.alpha = (float)p->alpha;
+            g.beta = add ? 1.0f : 0.0f;
+            g.bias = p->bias, g.bias_dtype = p->bias_dt;
+            g.bias_stride = p->bias_stride, g.bias_scale = p->bias_scale;
+            if (mp_gemm(&g) != MP_OK)
+                return mp_error(MP_ERR_NOMEM, "out of memory for the matmul packing buffers");
         }
         for (int d = p->nb - 1; d >= 0 && ++idx[d] == p->bshape[d]; d--)
             idx[d] = 0;
@@ -156,11 +173,12 @@ static mp_status run_plan(const mm_plan *p)
     return MP_OK;
 }
 
-/* c (contiguous, dtype wt, batch dims broadcasting to a's and b's) (+)= alpha * a @ b. */
+/* c (contiguous, batch dims broadcasting to a's and b's) (+)= alpha * a @ b (+ the fused
+ * bias of *fused, whose other fields this fills). */
 static mp_status matmul_into(mp_tensor *c, mp_tensor *a, mp_tensor *b, double alpha,
-                             int accumulate, const char *op)
+                             int accumulate, const char *op, mm_plan *fused)
 {
-    mm_plan p = {0};
+    mm_plan p = *fused;
     mp_status st = mp_matmul_batch_shape(a, b, op, p.bshape, &p.nb);
     if (st != MP_OK)
         return st;
@@ -175,7 +193,7 @@ static mp_status matmul_into(mp_tensor *c, mp_tensor *a, mp_tensor *b, double al
     p.m = a->shape[a->ndim - 2], p.k = a->shape[a->ndim - 1], p.n = b->shape[b->ndim - 1];
     if (p.m * p.n == 0)
         return MP_OK;
-    if (total == 0 || p.k == 0) {
+    if (total == 0 || (p.k == 0 && !p.bias)) {
         if (!accumulate)
             memset(mp_tensor_data(c), 0, (size_t)mp_tensor_numel(c) * mp_dtype_size(c->dtype));
         return MP_OK;
@@ -191,6 +209,7 @@ static mp_status matmul_into(mp_tensor *c, mp_tensor *a, mp_tensor *b, double al
             p.sc[d] = batch_stride(c, d, p.nb);
         }
         p.pa = mp_tensor_data(fa), p.pb = mp_tensor_data(fb), p.pc = mp_tensor_data(c);
+        p.adt = fa->dtype, p.bdt = fb->dtype;
         p.alpha = alpha;
         p.accumulate = accumulate;
         simplify_plan(&p);
@@ -231,23 +250,67 @@ static mp_status init_with_bias(mp_tensor *c, mp_tensor *bias, double beta, cons
     return st;
 }
 
+/* Whether every product of the batch lands in its own slice of pshape (nothing is summed). */
+static int no_batch_sum(const mp_tensor *a, const mp_tensor *b, const int64_t *pshape, int pnd)
+{
+    int na = a->ndim - 2, nb = b->ndim - 2, n = na > nb ? na : nb;
+    int64_t total = 1, kept = 1;
+    for (int d = 0; d < n; d++) {
+        int64_t da = d - (n - na) >= 0 ? a->shape[d - (n - na)] : 1;
+        int64_t db = d - (n - nb) >= 0 ? b->shape[d - (n - nb)] : 1;
+        if (da != db && da != 1 && db != 1)
+            return 0;                      /* does not broadcast: the general path says so */
+        total *= da == 1 ? db : da;
+    }
+    for (int d = 0; d < pnd - 2; d++)
+        kept *= pshape[d];
+    return total == kept && total > 0;
+}
+
+/* bias as N values `stride` apart, when its expansion to oshape (== pshape) moves only
+ * along the last dim and its dtype is a float one. */
+static int row_bias(const mp_tensor *bias, const int64_t *oshape, int ond, int64_t *stride)
+{
+    if (!mp_dtype_is_float(bias->dtype) || bias->ndim > ond || ond < 1)
+        return 0;
+    for (int d = 0; d < bias->ndim; d++) {
+        int64_t s = bias->shape[d], o = oshape[ond - bias->ndim + d];
+        if ((s != 1 && s != o) || (d < bias->ndim - 1 && s != 1))
+            return 0;
+    }
+    int64_t last = bias->ndim ? bias->shape[bias->ndim - 1] : 1;
+    *stride = last == 1 ? 0 : bias->strides[bias->ndim - 1];
+    return 1;
+}
+
 mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double alpha,
                             double beta, const int64_t *oshape, int ond,
                             const int64_t *pshape, int pnd, mp_dtype dt, const char *op,
                             mp_tensor **out)
 {
-    mp_dtype wt = dt == MP_DTYPE_INT64 ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
+    mm_plan fused = {0};
+    int direct = mp_dtype_is_float(dt) && no_batch_sum(a, b, pshape, pnd) && ond == pnd &&
+                 !memcmp(oshape, pshape, sizeof(int64_t) * (size_t)ond);
+    if (direct && bias && beta != 0.0) {
+        direct = row_bias(bias, oshape, ond, &fused.bias_stride);
+        fused.bias = (const char *)mp_tensor_data(bias);
+        fused.bias_dt = bias->dtype;
+        fused.bias_scale = (float)beta;
+    }
+    mp_dtype wt = direct ? dt : dt == MP_DTYPE_INT64 ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
+    if (!direct)
+        fused.bias = NULL;
     mp_tensor *c = NULL, *cv = NULL;
     int accumulate = 0;
     mp_status st = mp_tensor_empty(oshape, ond, wt, MP_DEVICE_CPU, &c);
-    if (st == MP_OK && bias)
+    if (st == MP_OK && bias && !direct)
         st = init_with_bias(c, bias, beta, op, &accumulate);
     int64_t pstrides[MP_MAX_DIMS];
     mp_contiguous_strides(pshape, pnd, pstrides);
     if (st == MP_OK)          /* c is contiguous with pshape's numel: a plain re-labelling */
         st = mp_view_make(c, pshape, pstrides, pnd, 0, &cv);
     if (st == MP_OK)
-        st = matmul_into(cv, a, b, alpha, accumulate, op);
+        st = matmul_into(cv, a, b, alpha, accumulate, op, &fused);
     mp_tensor_decref(cv);
     if (st == MP_OK && dt != wt) {
         st = mp_tensor_cast(c, dt, out);

@@ -1,43 +1,55 @@
-/* gemm_avx2.c - the blocked fp32 GEMM of gemm_kernel.h for AVX2 + FMA (this file gets -mavx2
- * -mfma from setup.py). The micro-kernel keeps a 6 x 16 tile in 12 ymm accumulators and
- * broadcasts one A value per row per k; each multiply-add is fused (one rounding). Selected
- * by mp_gemm_f32 at run time; never compiled with -ffast-math. */
+/* gemm_avx2.c - the fp32 micro-kernel for AVX2 + FMA (this file gets -mavx2 -mfma from
+ * setup.py): a 6 x 16 tile in 12 ymm accumulators; per k, two B vectors and one broadcast A
+ * value per row, each multiply-add fused (one rounding). The tile is added to (or stored into)
+ * C straight from the registers. Never compiled with -ffast-math. */
 #include <immintrin.h>
 
-#include "gemm.h"
+#include "gemm_ukr.h"
 
-#define GEMM_NAME mp_gemm_f32_avx2
-#define GEMM_MR 6
-#define GEMM_NR 16
+#define MR 6
+#define NR 16
 
 #define ROW_FMA(r)                                                                           \
     do {                                                                                     \
-        __m256 av = _mm256_broadcast_ss(ap + p * GEMM_MR + (r));                             \
+        __m256 av = _mm256_broadcast_ss(a + (r));                                            \
         c##r##0 = _mm256_fmadd_ps(av, b0, c##r##0);                                          \
         c##r##1 = _mm256_fmadd_ps(av, b1, c##r##1);                                          \
     } while (0)
 
 #define ROW_STORE(r)                                                                         \
     do {                                                                                     \
-        _mm256_storeu_ps(tile + (r) * GEMM_NR, c##r##0);                                     \
-        _mm256_storeu_ps(tile + (r) * GEMM_NR + 8, c##r##1);                                 \
+        float *cr = c + (r) * ldc;                                                           \
+        if (accumulate) {                                                                    \
+            c##r##0 = _mm256_add_ps(_mm256_loadu_ps(cr), c##r##0);                           \
+            c##r##1 = _mm256_add_ps(_mm256_loadu_ps(cr + 8), c##r##1);                       \
+        }                                                                                    \
+        _mm256_storeu_ps(cr, c##r##0);                                                       \
+        _mm256_storeu_ps(cr + 8, c##r##1);                                                   \
     } while (0)
 
-/* tile[6][16] = A panel (k-major, 6 per k) @ B panel (k-major, 16 per k) over kc. */
-static void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
-                         float *restrict tile)
+static void kernel_6x16(int64_t kc, const void *ap, const void *bp, float *c, int64_t ldc,
+                        int accumulate)
 {
+    const float *a = ap, *b = bp;
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    for (int r = 0; r < MR; r++) {
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + r * ldc + NR - 1), _MM_HINT_T0);
+    }
+#pragma GCC unroll 4
     for (int64_t p = 0; p < kc; p++) {
-        __m256 b0 = _mm256_loadu_ps(bp + p * GEMM_NR);
-        __m256 b1 = _mm256_loadu_ps(bp + p * GEMM_NR + 8);
+        __m256 b0 = _mm256_loadu_ps(b);
+        __m256 b1 = _mm256_loadu_ps(b + 8);
+        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
         ROW_FMA(0);
         ROW_FMA(1);
         ROW_FMA(2);
         ROW_FMA(3);
         ROW_FMA(4);
         ROW_FMA(5);
+        a += MR;
+        b += NR;
     }
     ROW_STORE(0);
     ROW_STORE(1);
@@ -47,4 +59,7 @@ static void micro_kernel(int64_t kc, const float *restrict ap, const float *rest
     ROW_STORE(5);
 }
 
-#include "gemm_kernel.h"
+/* KC 256: a B panel (16 KiB) stays in L1; MC 144: an A block (144 KiB) in Zen's 512 KiB L2;
+ * NC 4080: a packed B slice (4 MiB) in L3. */
+const mp_gemm_ukr mp_gemm_ukr_f32_avx2 = {"avx2 fp32 6x16", MR, NR, 256, 144, 4080,
+                                          MP_PANEL_F32, kernel_6x16};

@@ -1,46 +1,32 @@
-/* gemm_ref.c - the portable instantiation of gemm_kernel.h (baseline SSE2 on x86-64: a
- * 4 x 8 micro-tile, separate multiply and add), the int64 product, and mp_gemm_f32, which
- * picks the variant for the active ISA level. The portable GEMM is the oracle the vector
- * variants are tested against (to rounding: FMA rounds once, mul+add twice). */
-#include "dispatch.h"
-#include "gemm.h"
-
-#define GEMM_NAME mp_gemm_f32_scalar
-#define GEMM_MR 4
-#define GEMM_NR 8
+/* gemm_ref.c - the portable micro-kernel (baseline SSE2 on x86-64: a 4 x 8 tile, separate
+ * multiply and add, so it rounds twice where the FMA kernels round once) and the int64
+ * product. The portable kernel is the oracle the vector kernels are tested against. */
 #include <string.h>
 
-/* tile[MR][NR] = A panel (k-major) @ B panel (k-major) over kc: fixed trip counts so the
- * compiler unrolls and vectorises with the baseline ISA. */
-static void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
-                         float *restrict tile)
+#include "gemm.h"
+#include "gemm_ukr.h"
+
+#define MR 4
+#define NR 8
+
+/* Fixed trip counts so the compiler unrolls and vectorises with the baseline ISA. */
+static void kernel_4x8(int64_t kc, const void *ap, const void *bp, float *c, int64_t ldc,
+                       int accumulate)
 {
-    float acc[GEMM_MR][GEMM_NR];
+    const float *a = ap, *b = bp;
+    float acc[MR][NR];
     memset(acc, 0, sizeof acc);
-    for (int64_t p = 0; p < kc; p++) {
-        const float *bk = bp + p * GEMM_NR;
-        for (int i = 0; i < GEMM_MR; i++) {
-            const float av = ap[p * GEMM_MR + i];
-            for (int j = 0; j < GEMM_NR; j++)
-                acc[i][j] += av * bk[j];
-        }
-    }
-    memcpy(tile, acc, sizeof acc);
+    for (int64_t p = 0; p < kc; p++, a += MR, b += NR)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++)
+                acc[i][j] += a[i] * b[j];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
 }
 
-#include "gemm_kernel.h"
-
-mp_status mp_gemm_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                      float *c, int64_t ldc)
-{
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (mp_cpu()->isa >= MP_ISA_AVX2)
-        return mp_gemm_f32_avx2(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                                ldc);
-#endif
-    return mp_gemm_f32_scalar(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
+const mp_gemm_ukr mp_gemm_ukr_f32_scalar = {"scalar fp32 4x8", MR, NR, 256, 128, 2048,
+                                            MP_PANEL_F32, kernel_4x8};
 
 void mp_gemm_i64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, int64_t alpha,
                  const int64_t *a, int64_t lda, const int64_t *b, int64_t ldb, int64_t beta,

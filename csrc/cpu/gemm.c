@@ -1,0 +1,269 @@
+/* gemm.c - the GEMM driver of gemm.h, BLIS/Goto style. The output is cut into one piece per
+ * thread (rows or columns, whichever has more register tiles); each piece loops over NC
+ * columns of B, KC-deep slices of B packed once into NR-wide panels, MC rows of A packed into
+ * MR-high panels, and runs the micro-kernel (gemm_ukr.h) on every MR x NR tile. Results are
+ * accumulated in fp32: in C itself when C is fp32 and nothing else is to be done, otherwise in
+ * a tile buffer (one KC slice) or an fp32 scratch (several), from which the epilogue - alpha,
+ * beta * C, bias, activation, rounding to C's dtype - writes C once, while the tile is in L1. */
+#include "gemm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../shared/mp_half.h"
+#include "../shared/mp_math.h"
+#include "gemm_pack.h"
+#include "parallel.h"
+
+#define GEMM_STACK_BYTES (40 * 1024)     /* small products pack on the stack: no malloc */
+#define GEMM_THREAD_MACS (1 << 21)       /* fewer multiply-adds than this: one thread */
+#define GEMM_MAX_TILE 512                /* MR * NR of the largest micro-kernel */
+#define GEMM_MAX_PIECES 64
+
+#define MIN(x, y) ((x) < (y) ? (x) : (y))
+#define ROUND_UP(x, r) (((x) + (r) - 1) / (r) * (r))
+
+typedef enum { TARGET_C, TARGET_SCRATCH, TARGET_TILE } target_kind;
+
+typedef struct {
+    const mp_gemm_args *g;
+    const mp_gemm_ukr *u;
+    mp_pack_src sa, sb;
+    const float *bias;       /* n values with bias_scale applied; NULL: none */
+    int direct;              /* C is fp32 and the product is all there is to do */
+    int split_rows;
+    int64_t step;            /* rows (or columns) per piece */
+    mp_status status[GEMM_MAX_PIECES];
+} plan;
+
+mp_gemm_args mp_gemm_plain(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                           const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                           int64_t ldc)
+{
+    mp_gemm_args g;
+    memset(&g, 0, sizeof g);
+    g.trans_a = trans_a, g.trans_b = trans_b, g.m = m, g.n = n, g.k = k;
+    g.a_dtype = g.b_dtype = g.c_dtype = g.bias_dtype = MP_DTYPE_FLOAT32;
+    g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.c = c, g.ldc = ldc;
+    g.alpha = 1.0f, g.bias_scale = 1.0f, g.bias_stride = 1;
+    return g;
+}
+
+static const mp_gemm_ukr *pick(mp_isa isa, mp_dtype a, mp_dtype b)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    (void)a, (void)b;
+    if (isa >= MP_ISA_AVX2)        /* the AVX-512 levels run the AVX2 kernel for now */
+        return &mp_gemm_ukr_f32_avx2;
+#else
+    (void)isa, (void)a, (void)b;
+#endif
+    return &mp_gemm_ukr_f32_scalar;
+}
+
+const char *mp_gemm_kernel_name(mp_isa isa, mp_dtype a_dtype, mp_dtype b_dtype)
+{
+    return pick(isa, a_dtype, b_dtype)->name;
+}
+
+static float load_f(const void *p, mp_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case MP_DTYPE_FLOAT16:
+        return mp_half_to_f32(((const mp_half *)p)[i]);
+    case MP_DTYPE_BFLOAT16:
+        return mp_bf16_to_f32(((const mp_bf16 *)p)[i]);
+    default:
+        return ((const float *)p)[i];
+    }
+}
+
+/* C[i][j.. j+cols) of rows rows from the fp32 accumulators acc (row stride ldacc; NULL: 0). */
+static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i, int64_t j,
+                     int64_t rows, int64_t cols)
+{
+    const mp_gemm_args *g = pl->g;
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t row = (i + r) * g->ldc + j;
+        for (int64_t q = 0; q < cols; q++) {
+            float v = acc ? g->alpha * acc[r * ldacc + q] : 0.0f;
+            if (g->beta != 0.0f)
+                v += g->beta * ((const float *)g->c)[row + q];
+            if (pl->bias)
+                v += pl->bias[j + q];
+            if (g->act == MP_GEMM_ACT_RELU)
+                v = mp_relu(v);
+            else if (g->act == MP_GEMM_ACT_GELU)
+                v = mp_gelu(v);
+            if (g->c_dtype == MP_DTYPE_FLOAT16)
+                ((mp_half *)g->c)[row + q] = mp_f32_to_half(v);
+            else if (g->c_dtype == MP_DTYPE_BFLOAT16)
+                ((mp_bf16 *)g->c)[row + q] = mp_f32_to_bf16(v);
+            else
+                ((float *)g->c)[row + q] = v;
+        }
+    }
+}
+
+/* An edge tile computed into buf (ld nr) goes into t: copied, or added when accumulate. */
+static void merge(const float *buf, int nr, float *t, int64_t ldt, int64_t rows, int64_t cols,
+                  int accumulate)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t q = 0; q < cols; q++)
+            t[r * ldt + q] = accumulate ? t[r * ldt + q] + buf[r * nr + q] : buf[r * nr + q];
+}
+
+/* Rows [i0, i1) x columns [j0, j1) of C. */
+static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
+{
+    const mp_gemm_args *g = pl->g;
+    const mp_gemm_ukr *u = pl->u;
+    int64_t m = i1 - i0, n = j1 - j0, k = g->k;
+    int mr = u->mr, nr = u->nr;
+    size_t esz = mp_gemm_panel_elem_size(u->format);
+    int64_t kcap = MIN(u->kc, k);
+    int64_t apanel = mp_gemm_panel_elems(u->format, mr, kcap);
+    int64_t bpanel = mp_gemm_panel_elems(u->format, nr, kcap);
+    size_t abytes = ROUND_UP((size_t)(ROUND_UP(MIN(u->mc, m), mr) / mr * apanel) * esz, 64);
+    size_t bbytes = ROUND_UP((size_t)(ROUND_UP(MIN(u->nc, n), nr) / nr * bpanel) * esz, 64);
+    target_kind tk = TARGET_TILE;
+    if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
+        tk = TARGET_C;                      /* fp32 C holds the partial sums itself */
+    else if (k > u->kc)
+        tk = TARGET_SCRATCH;
+    size_t sbytes = tk == TARGET_SCRATCH ? (size_t)m * (size_t)n * sizeof(float) : 0;
+    _Alignas(64) char stack[GEMM_STACK_BYTES];
+    char *buf = stack;
+    if (abytes + bbytes + sbytes > sizeof stack) {
+        buf = aligned_alloc(64, abytes + bbytes + ROUND_UP(sbytes, 64));
+        if (!buf)
+            return MP_ERR_NOMEM;
+    }
+    char *ap = buf, *bp = buf + abytes;
+    float *scratch = (float *)(buf + abytes + bbytes);
+    _Alignas(64) float tile[GEMM_MAX_TILE], edge[GEMM_MAX_TILE];
+    float *cf = (float *)g->c;
+    for (int64_t jc = 0; jc < n; jc += u->nc) {
+        int64_t nc = MIN(u->nc, n - jc);
+        for (int64_t pc = 0; pc < k; pc += u->kc) {
+            int64_t kc = MIN(u->kc, k - pc);
+            int last = pc + kc == k;
+            int64_t as = mp_gemm_panel_elems(u->format, mr, kc) * (int64_t)esz;
+            int64_t bs = mp_gemm_panel_elems(u->format, nr, kc) * (int64_t)esz;
+            mp_gemm_pack(&pl->sb, u->format, nr, j0 + jc, nc, pc, kc, bp);
+            for (int64_t ic = 0; ic < m; ic += u->mc) {
+                int64_t mc = MIN(u->mc, m - ic);
+                mp_gemm_pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        int64_t gi = i0 + ic + ir, gj = j0 + jc + jr;
+                        int64_t rows = MIN(mr, mc - ir), cols = MIN(nr, nc - jr), ldt;
+                        float *t;
+                        int acc = pc > 0;
+                        if (tk == TARGET_C) {
+                            t = cf + gi * g->ldc + gj, ldt = g->ldc;
+                            acc |= pl->direct && g->beta != 0.0f;
+                        } else if (tk == TARGET_SCRATCH) {
+                            t = scratch + (ic + ir) * n + jc + jr, ldt = n;
+                        } else {
+                            t = tile, ldt = nr;
+                        }
+                        const char *pa = ap + (ir / mr) * as, *pb = bp + (jr / nr) * bs;
+                        if ((rows == mr && cols == nr) || tk == TARGET_TILE) {
+                            u->kernel(kc, pa, pb, t, ldt, acc);
+                        } else {
+                            u->kernel(kc, pa, pb, edge, nr, 0);
+                            merge(edge, nr, t, ldt, rows, cols, acc);
+                        }
+                        if (last && !pl->direct)
+                            epilogue(pl, t, ldt, gi, gj, rows, cols);
+                    }
+                }
+            }
+        }
+    }
+    if (buf != stack)
+        free(buf);
+    return MP_OK;
+}
+
+static void run_pieces(void *ctx, int64_t begin, int64_t end)
+{
+    plan *pl = ctx;
+    for (int64_t p = begin; p < end; p++) {
+        int64_t extent = pl->split_rows ? pl->g->m : pl->g->n;
+        int64_t lo = p * pl->step, hi = MIN(extent, lo + pl->step);
+        if (lo >= hi)
+            pl->status[p] = MP_OK;
+        else if (pl->split_rows)
+            pl->status[p] = run_piece(pl, lo, hi, 0, pl->g->n);
+        else
+            pl->status[p] = run_piece(pl, 0, pl->g->m, lo, hi);
+    }
+}
+
+static int float_dtype(mp_dtype dt)
+{
+    return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
+}
+
+mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
+{
+    const mp_cpu_kernels *cvt = mp_cpu_for_isa(isa);
+    if (!cvt)
+        return MP_ERR_VALUE;
+    if (!float_dtype(g->a_dtype) || !float_dtype(g->b_dtype) || !float_dtype(g->c_dtype) ||
+        (g->bias && !float_dtype(g->bias_dtype)) ||
+        (g->beta != 0.0f && g->c_dtype != MP_DTYPE_FLOAT32))
+        return MP_ERR_TYPE;
+    if (g->m <= 0 || g->n <= 0)
+        return MP_OK;
+    plan pl;
+    memset(&pl, 0, sizeof pl);
+    pl.g = g;
+    pl.u = pick(isa, g->a_dtype, g->b_dtype);
+    float *bias = NULL;
+    if (g->bias) {
+        bias = malloc(sizeof(float) * (size_t)g->n);
+        if (!bias)
+            return MP_ERR_NOMEM;
+        for (int64_t j = 0; j < g->n; j++)
+            bias[j] = g->bias_scale * load_f(g->bias, g->bias_dtype, j * g->bias_stride);
+        pl.bias = bias;
+    }
+    if (g->k <= 0 || g->alpha == 0.0f) {      /* C = act(beta * C + bias): A, B not read */
+        epilogue(&pl, NULL, 0, 0, 0, g->m, g->n);
+        free(bias);
+        return MP_OK;
+    }
+    pl.direct = g->c_dtype == MP_DTYPE_FLOAT32 && g->alpha == 1.0f && !g->bias &&
+                g->act == MP_GEMM_ACT_NONE && (g->beta == 0.0f || g->beta == 1.0f);
+    /* op(A)(i, p) and op(B)(p, j), seen as (panel row, k) */
+    pl.sa = (mp_pack_src){(const char *)g->a, g->a_dtype, g->trans_a ? 1 : g->lda,
+                          g->trans_a ? g->lda : 1, cvt};
+    pl.sb = (mp_pack_src){(const char *)g->b, g->b_dtype, g->trans_b ? g->ldb : 1,
+                          g->trans_b ? 1 : g->ldb, cvt};
+    int64_t pieces = threads > 0 ? threads : mp_get_num_threads();
+    if (pieces > GEMM_MAX_PIECES)
+        pieces = GEMM_MAX_PIECES;
+    if ((double)g->m * (double)g->n * (double)g->k < GEMM_THREAD_MACS)
+        pieces = 1;
+    int64_t mt = (g->m + pl.u->mr - 1) / pl.u->mr, nt = (g->n + pl.u->nr - 1) / pl.u->nr;
+    pl.split_rows = mt >= nt;
+    int64_t tiles = pl.split_rows ? mt : nt, unit = pl.split_rows ? pl.u->mr : pl.u->nr;
+    if (pieces > tiles)
+        pieces = tiles;
+    pl.step = (tiles + pieces - 1) / pieces * unit;
+    mp_parallel_for(pieces, 1, run_pieces, &pl);
+    free(bias);
+    for (int64_t p = 0; p < pieces; p++)
+        if (pl.status[p] != MP_OK)
+            return pl.status[p];
+    return MP_OK;
+}
+
+mp_status mp_gemm(const mp_gemm_args *g)
+{
+    return mp_gemm_at(g, mp_cpu()->isa, 0);
+}

@@ -1,0 +1,28 @@
+/* gemm_pack.h - copying a block of op(A) or op(B) into the panels a micro-kernel reads
+ * (gemm_ukr.h), converting to the panel's element type on the way. Both operands are seen
+ * the same way: element (r, k) - r along the panel (rows of op(A), columns of op(B)), k along
+ * the shared dimension - sits at base + (r * rs + k * ks) elements; one of rs, ks is 1. */
+#ifndef MP_CPU_GEMM_PACK_H
+#define MP_CPU_GEMM_PACK_H
+
+#include "../shared/mp_defs.h"
+#include "dispatch.h"
+#include "gemm_ukr.h"
+
+typedef struct {
+    const char *base;
+    mp_dtype dtype;          /* float32, float16 or bfloat16 */
+    int64_t rs, ks;
+    const mp_cpu_kernels *cvt;   /* the conversions to fp32 */
+} mp_pack_src;
+
+/* Panels of width w for rows [r0, r0 + rows) and k in [k0, k0 + kc): ceil(rows / w) panels,
+ * each kc (fp32) or 2 * ceil(kc / 2) (bf16 pairs) deep. bf16 pairs need a bfloat16 source. */
+void mp_gemm_pack(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
+                  int64_t rows, int64_t k0, int64_t kc, void *dst);
+
+/* Elements of one panel of width w and depth kc in format fmt (and bytes per element). */
+int64_t mp_gemm_panel_elems(mp_panel_format fmt, int w, int64_t kc);
+size_t mp_gemm_panel_elem_size(mp_panel_format fmt);
+
+#endif

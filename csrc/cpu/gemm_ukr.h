@@ -1,0 +1,33 @@
+/* gemm_ukr.h - what the GEMM driver (gemm.c) needs from one micro-kernel: its register tile
+ * (MR x NR), the panel format it reads, and the kernel itself. Panels are k-major: an A panel
+ * holds MR rows of a KC-deep slice of op(A), MR values per k; a B panel NR columns, NR values
+ * per k. fp32 panels hold floats; bf16-pair panels (kgroup 2) hold bfloat16 values with two
+ * consecutive k interleaved (per k pair: MR (or NR) pairs), the layout vdpbf16ps reads. Rows
+ * and columns past the matrix edge and the odd k of a pair are packed as zeros. */
+#ifndef MP_CPU_GEMM_UKR_H
+#define MP_CPU_GEMM_UKR_H
+
+#include <stdint.h>
+
+typedef enum { MP_PANEL_F32 = 0, MP_PANEL_BF16_PAIRS = 1 } mp_panel_format;
+
+/* c[i * ldc + j] (=, or += when accumulate) sum over k < kc of A panel (i, k) * B panel (k, j),
+ * for the full MR x NR tile, in fp32 (fused multiply-adds where the ISA has them). */
+typedef void (*mp_gemm_ukr_fn)(int64_t kc, const void *ap, const void *bp, float *c,
+                               int64_t ldc, int accumulate);
+
+typedef struct {
+    const char *name;
+    int mr, nr;
+    int kc, mc, nc;              /* cache blocking: KC deep, MC rows of A, NC columns of B */
+    mp_panel_format format;
+    mp_gemm_ukr_fn kernel;
+} mp_gemm_ukr;
+
+/* One per ISA file; NULL-free (the scalar one always exists). */
+extern const mp_gemm_ukr mp_gemm_ukr_f32_scalar;
+extern const mp_gemm_ukr mp_gemm_ukr_f32_avx2;
+extern const mp_gemm_ukr mp_gemm_ukr_f32_avx512;
+extern const mp_gemm_ukr mp_gemm_ukr_bf16_avx512bf16;
+
+#endif
