@@ -1,0 +1,166 @@
+"""The GEMM of csrc/cpu/gemm.c called directly (`_C._gemm`): every ISA level this CPU runs,
+one and two threads, all input/output dtype pairs, transposes, and the fused epilogue (alpha,
+beta, bias, ReLU/GELU, rounding to the output dtype), against a float64 product of the same
+rounded inputs with an error bound that grows with K. Shapes are chosen to miss every block
+size: 1 x N, N x 1, primes, K odd and past one KC slice."""
+import math
+
+import numpy as np
+import pytest
+
+import mpamp
+from mpamp import _C
+from conftest import to_numpy
+
+ISAS = _C._supported_isas()
+DTYPES = ["float32", "float16", "bfloat16"]
+EPS = {"float32": 2.0**-24, "float16": 2.0**-11, "bfloat16": 2.0**-8}
+SHAPES = [(1, 37, 5), (37, 1, 5), (1, 1, 1), (7, 13, 29), (97, 101, 103), (5, 33, 257),
+          (13, 50, 513), (150, 17, 300), (6, 16, 256), (200, 3, 1031)]
+
+
+def rounded(rng, shape, dtype):
+    """A tensor of `dtype` and the float64 values it actually holds."""
+    t = mpamp.tensor(rng.standard_normal(shape).astype(np.float32)).to(dtype)
+    return t, to_numpy(t.float()).astype(np.float64)
+
+
+def run(a, b, c, ta=False, tb=False, alpha=1.0, beta=0.0, bias=None, act="none", isa=None,
+        threads=0):
+    _C._gemm(a, b, c, ta, tb, alpha, beta, bias, act, isa or ISAS[-1], threads)
+    return to_numpy(c.float()).astype(np.float64)
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+def check(out, ref, mag, k, out_dtype):
+    """|out - ref| <= (K + 2) eps32 * (|A| @ |B|) + rounding of the output."""
+    tol = (k + 2) * EPS["float32"] * mag + EPS[out_dtype] * np.abs(ref) + 1e-30
+    bad = np.abs(out - ref) > tol
+    assert not bad.any(), (np.argwhere(bad)[:5], out[bad][:5], ref[bad][:5])
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_every_isa_matches_float64(rng, isa, m, n, k):
+    for ta, tb in [(False, False), (True, False), (False, True), (True, True)]:
+        a, an = rounded(rng, (k, m) if ta else (m, k), "float32")
+        b, bn = rounded(rng, (n, k) if tb else (k, n), "float32")
+        opa, opb = (an.T if ta else an), (bn.T if tb else bn)
+        c = mpamp.empty(m, n)
+        out = run(a, b, c, ta, tb, isa=isa)
+        check(out, opa @ opb, np.abs(opa) @ np.abs(opb), k, "float32")
+
+
+@pytest.mark.parametrize("adt", DTYPES)
+@pytest.mark.parametrize("cdt", DTYPES)
+def test_input_and_output_dtypes(rng, adt, cdt):
+    for isa in ISAS:
+        for m, n, k in [(37, 45, 300), (1, 70, 9), (64, 1, 513)]:
+            a, an = rounded(rng, (m, k), adt)
+            b, bn = rounded(rng, (n, k), adt)        # a linear's weight: B transposed
+            c = mpamp.empty(m, n, dtype=cdt)
+            out = run(a, b, c, tb=True, isa=isa)
+            assert c.dtype == getattr(mpamp, cdt)
+            check(out, an @ bn.T, np.abs(an) @ np.abs(bn.T), k, cdt)
+
+
+@pytest.mark.parametrize("k", [1, 100, 700])
+@pytest.mark.parametrize("cdt", DTYPES)
+def test_fused_epilogue(rng, k, cdt):
+    m, n = 23, 41
+    a, an = rounded(rng, (m, k), "bfloat16")
+    b, bn = rounded(rng, (k, n), "bfloat16")
+    bias, biasn = rounded(rng, (n,), "float16")
+    prod = an @ bn
+    mag = np.abs(an) @ np.abs(bn) * 0.75 + np.abs(biasn)
+    for act, f in [("none", lambda x: x), ("relu", lambda x: np.maximum(x, 0)),
+                   ("gelu", gelu)]:
+        for isa in ISAS:
+            c = mpamp.empty(m, n, dtype=cdt)
+            out = run(a, b, c, alpha=0.75, bias=bias, act=act, isa=isa)
+            ref = f(0.75 * prod + biasn)
+            check(out, ref, mag, k, cdt)
+
+
+def test_beta_accumulates_into_float32_c(rng):
+    a, an = rounded(rng, (30, 600), "float16")
+    b, bn = rounded(rng, (600, 20), "float16")
+    c0 = rng.standard_normal((30, 20)).astype(np.float32)
+    for isa in ISAS:
+        for alpha, beta in [(1.0, 1.0), (2.0, 1.0), (1.0, -0.5), (0.5, 3.0)]:
+            c = mpamp.tensor(c0.copy())
+            out = run(a, b, c, alpha=alpha, beta=beta, isa=isa)
+            ref = alpha * (an @ bn) + beta * c0
+            check(out, ref, abs(alpha) * (np.abs(an) @ np.abs(bn)) + abs(beta) * np.abs(c0),
+                  600, "float32")
+
+
+def test_beta_zero_never_reads_c_and_alpha_zero_never_reads_a(rng):
+    a, an = rounded(rng, (9, 11), "float32")
+    b, bn = rounded(rng, (11, 7), "float32")
+    c = mpamp.full((9, 7), float("nan"))
+    out = run(a, b, c)
+    check(out, an @ bn, np.abs(an) @ np.abs(bn), 11, "float32")
+    nan_a = mpamp.full((9, 11), float("nan"))
+    c = mpamp.ones(9, 7)
+    np.testing.assert_array_equal(run(nan_a, b, c, alpha=0.0, beta=2.0), 2.0)
+
+
+def test_empty_k_gives_beta_c_plus_bias():
+    a, b = mpamp.empty(4, 0), mpamp.empty(0, 3)
+    bias = mpamp.tensor([1.0, 2.0, 3.0])
+    c = mpamp.full((4, 3), 10.0)
+    np.testing.assert_array_equal(run(a, b, c, beta=0.5, bias=bias),
+                                  np.tile([6.0, 7.0, 8.0], (4, 1)))
+
+
+def test_threads_give_bit_identical_results(rng):
+    """Pieces split rows or columns; every element is summed in the same order."""
+    for m, n, k in [(400, 30, 300), (30, 400, 300), (256, 256, 513)]:
+        a, _ = rounded(rng, (m, k), "float32")
+        b, _ = rounded(rng, (k, n), "bfloat16")
+        outs = []
+        for threads in (1, 2, 3):
+            c = mpamp.empty(m, n, dtype="bf16")
+            outs.append(run(a, b, c, bias=mpamp.ones(n), act="relu", threads=threads))
+        np.testing.assert_array_equal(outs[0], outs[1])
+        np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def test_vector_kernels_agree_with_scalar(rng):
+    """Not bit-equal (FMA rounds once, the portable kernel twice), but both within the bound
+    of the float64 product, and close to each other."""
+    a, an = rounded(rng, (61, 333), "float32")
+    b, bn = rounded(rng, (333, 47), "float32")
+    ref = an @ bn
+    scalar = run(a, b, mpamp.empty(61, 47), isa="scalar")
+    for isa in ISAS:
+        out = run(a, b, mpamp.empty(61, 47), isa=isa)
+        check(out, ref, np.abs(an) @ np.abs(bn), 333, "float32")
+        np.testing.assert_allclose(out, scalar, rtol=1e-4, atol=1e-4)
+
+
+def test_kernel_names():
+    assert _C._gemm_kernel_name("scalar", "fp32", "fp32").startswith("scalar")
+    for isa in ISAS:
+        assert isa.split("bf16")[0] in _C._gemm_kernel_name(isa, "bf16", "bf16")
+
+
+def test_hook_argument_errors():
+    a, b, c = mpamp.ones(2, 3), mpamp.ones(3, 4), mpamp.empty(2, 4)
+    with pytest.raises(ValueError, match="shapes do not match"):
+        _C._gemm(a, a, c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
+    with pytest.raises(ValueError, match="'relu' or 'gelu'"):
+        _C._gemm(a, b, c, False, False, 1.0, 0.0, None, "tanh", "scalar", 0)
+    with pytest.raises(ValueError, match="not supported"):
+        _C._gemm(a, b, c, False, False, 1.0, 0.0, None, "none", "sse9", 0)
+    with pytest.raises(TypeError, match="float32 c"):
+        _C._gemm(a, b, mpamp.empty(2, 4, dtype="bf16"), False, False, 1.0, 1.0, None, "none",
+                 "scalar", 0)
+    with pytest.raises(ValueError, match="contiguous 2-D"):
+        _C._gemm(a.t(), b, c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
+    with pytest.raises(TypeError, match="must be a tensor"):
+        _C._gemm(a, [1], c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
