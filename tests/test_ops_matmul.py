@@ -440,3 +440,35 @@ def test_against_torch(rng, dtype):
     ta, tb2 = torch.tensor(x[0]).to(tdt), torch.tensor(w.T).to(tdt)
     np.testing.assert_allclose(to_numpy(mpamp.tensor(x[0]).to(mdt) @ mpamp.tensor(w.T).to(mdt)),
                                (ta @ tb2).float().numpy(), rtol=rtol, atol=rtol * 4)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,k,n", [(1, 1031, 9), (9, 1031, 1), (37, 385, 53), (131, 7, 257)])
+def test_low_precision_products_round_once(rng, dtype, m, k, n):
+    """fp16/bf16 operands go to the GEMM as they are (converted while packing) and the result
+    is rounded once to the output dtype, bias included: the same values as the fp32 product of
+    the same inputs, rounded."""
+    x, xn = make(rng, (m, k), dtype)
+    w, wn = make(rng, (n, k), dtype)
+    b, bn = make(rng, (n,), dtype)
+    out = mpamp.nn.functional.linear(x, w, b)
+    ref = xn @ wn.T + bn
+    assert_product(out, ref, np.abs(xn) @ np.abs(wn.T) + np.abs(bn), k, dtype)
+    f32 = mpamp.nn.functional.linear(x.float(), w.float(), b.float()).to(dtype)
+    diff = np.abs(to_numpy(out).astype(np.float64) - to_numpy(f32).astype(np.float64))
+    assert (diff <= 2 * ROUND[dtype] * np.abs(ref) + TINY[dtype]).all()
+
+
+def test_addmm_bias_shapes_take_the_same_values(rng):
+    """A row-vector bias is fused into the GEMM's store; other shapes are added first. Both
+    must give the product plus bias."""
+    a, an = make(rng, (20, 30), "bfloat16")
+    b, bn = make(rng, (30, 40), "bfloat16")
+    row, rown = make(rng, (40,), "bfloat16")
+    col, coln = make(rng, (20, 1), "bfloat16")
+    for bias, biasn in [(row, rown), (row[None, :], rown[None, :]), (col, coln),
+                        (row.expand(20, 40), rown)]:
+        out = mpamp.addmm(bias, a, b, beta=0.5, alpha=2.0)
+        ref = 0.5 * biasn + 2.0 * (an @ bn)
+        assert_product(out, ref, 2.0 * (np.abs(an) @ np.abs(bn)) + 0.5 * np.abs(biasn), 30,
+                       "bfloat16")
