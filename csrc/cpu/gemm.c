@@ -78,29 +78,40 @@ static float load_f(const void *p, mp_dtype dt, int64_t i)
     }
 }
 
-/* C[i][j.. j+cols) of rows rows from the fp32 accumulators acc (row stride ldacc; NULL: 0). */
+/* C[i.., j..] for rows x cols from the fp32 accumulators acc (row stride ldacc; NULL: 0),
+ * in runs of EPI_RUN columns: the arithmetic in a loop the compiler vectorises, the rounding
+ * to fp16/bf16 by the dispatch table's vector casts (bit-identical to the scalar ones). */
+#define EPI_RUN 64
 static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i, int64_t j,
                      int64_t rows, int64_t cols)
 {
     const mp_gemm_args *g = pl->g;
+    float buf[EPI_RUN];
     for (int64_t r = 0; r < rows; r++) {
-        int64_t row = (i + r) * g->ldc + j;
-        for (int64_t q = 0; q < cols; q++) {
-            float v = acc ? g->alpha * acc[r * ldacc + q] : 0.0f;
-            if (g->beta != 0.0f)
-                v += g->beta * ((const float *)g->c)[row + q];
-            if (pl->bias)
-                v += pl->bias[j + q];
+        for (int64_t q0 = 0; q0 < cols; q0 += EPI_RUN) {
+            int64_t w = MIN(EPI_RUN, cols - q0), at = (i + r) * g->ldc + j + q0;
+            const float *ar = acc ? acc + r * ldacc + q0 : NULL;
+            const float *bias = pl->bias ? pl->bias + j + q0 : NULL;
+            for (int64_t q = 0; q < w; q++)
+                buf[q] = ar ? g->alpha * ar[q] : 0.0f;
+            if (g->beta != 0.0f)                 /* only with an fp32 C */
+                for (int64_t q = 0; q < w; q++)
+                    buf[q] += g->beta * ((const float *)g->c)[at + q];
+            if (bias)
+                for (int64_t q = 0; q < w; q++)
+                    buf[q] += bias[q];
             if (g->act == MP_GEMM_ACT_RELU)
-                v = mp_relu(v);
+                for (int64_t q = 0; q < w; q++)
+                    buf[q] = mp_relu(buf[q]);
             else if (g->act == MP_GEMM_ACT_GELU)
-                v = mp_gelu(v);
+                for (int64_t q = 0; q < w; q++)
+                    buf[q] = mp_gelu(buf[q]);
             if (g->c_dtype == MP_DTYPE_FLOAT16)
-                ((mp_half *)g->c)[row + q] = mp_f32_to_half(v);
+                pl->sa.cvt->f32_to_f16(buf, (mp_half *)g->c + at, (size_t)w);
             else if (g->c_dtype == MP_DTYPE_BFLOAT16)
-                ((mp_bf16 *)g->c)[row + q] = mp_f32_to_bf16(v);
+                pl->sa.cvt->f32_to_bf16(buf, (mp_bf16 *)g->c + at, (size_t)w);
             else
-                ((float *)g->c)[row + q] = v;
+                memcpy((float *)g->c + at, buf, sizeof(float) * (size_t)w);
         }
     }
 }
@@ -232,6 +243,7 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
             bias[j] = g->bias_scale * load_f(g->bias, g->bias_dtype, j * g->bias_stride);
         pl.bias = bias;
     }
+    pl.sa.cvt = cvt;
     if (g->k <= 0 || g->alpha == 0.0f) {      /* C = act(beta * C + bias): A, B not read */
         epilogue(&pl, NULL, 0, 0, 0, g->m, g->n);
         free(bias);
