@@ -58,13 +58,16 @@ def test_every_isa_matches_float64(rng, isa, m, n, k):
 @pytest.mark.parametrize("cdt", DTYPES)
 def test_input_and_output_dtypes(rng, adt, cdt):
     for isa in ISAS:
-        for m, n, k in [(37, 45, 300), (1, 70, 9), (64, 1, 513)]:
-            a, an = rounded(rng, (m, k), adt)
-            b, bn = rounded(rng, (n, k), adt)        # a linear's weight: B transposed
+        for (m, n, k), ta, tb in [((37, 45, 300), False, True), ((1, 70, 9), False, True),
+                                  ((64, 1, 513), False, True), ((37, 45, 300), True, False),
+                                  ((50, 33, 21), True, True), ((12, 32, 17), False, False)]:
+            a, an = rounded(rng, (k, m) if ta else (m, k), adt)
+            b, bn = rounded(rng, (n, k) if tb else (k, n), adt)
+            opa, opb = (an.T if ta else an), (bn.T if tb else bn)
             c = mpamp.empty(m, n, dtype=cdt)
-            out = run(a, b, c, tb=True, isa=isa)
+            out = run(a, b, c, ta, tb, isa=isa)
             assert c.dtype == getattr(mpamp, cdt)
-            check(out, an @ bn.T, np.abs(an) @ np.abs(bn.T), k, cdt)
+            check(out, opa @ opb, np.abs(opa) @ np.abs(opb), k, cdt)
 
 
 @pytest.mark.parametrize("k", [1, 100, 700])

@@ -155,6 +155,7 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     float *scratch = (float *)(buf + abytes + bbytes);
     _Alignas(64) float tile[GEMM_MAX_TILE], edge[GEMM_MAX_TILE];
     float *cf = (float *)g->c;
+    mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
     for (int64_t jc = 0; jc < n; jc += u->nc) {
         int64_t nc = MIN(u->nc, n - jc);
         for (int64_t pc = 0; pc < k; pc += u->kc) {
@@ -162,10 +163,10 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
             int last = pc + kc == k;
             int64_t as = mp_gemm_panel_elems(u->format, mr, kc) * (int64_t)esz;
             int64_t bs = mp_gemm_panel_elems(u->format, nr, kc) * (int64_t)esz;
-            mp_gemm_pack(&pl->sb, u->format, nr, j0 + jc, nc, pc, kc, bp);
+            pack(&pl->sb, u->format, nr, j0 + jc, nc, pc, kc, bp);
             for (int64_t ic = 0; ic < m; ic += u->mc) {
                 int64_t mc = MIN(u->mc, m - ic);
-                mp_gemm_pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
+                pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int64_t gi = i0 + ic + ir, gj = j0 + jc + jr;

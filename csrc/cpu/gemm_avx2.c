@@ -4,6 +4,7 @@
  * C straight from the registers. Never compiled with -ffast-math. */
 #include <immintrin.h>
 
+#include "gemm_pack.h"
 #include "gemm_ukr.h"
 
 #define MR 6
@@ -62,4 +63,4 @@ static void kernel_6x16(int64_t kc, const void *ap, const void *bp, float *c, in
  * OpenBLAS at 2048^3); MC 144: an A block (216 KiB) in the 512 KiB L2; NC 4080: a packed B
  * slice (6 MiB) in L3. */
 const mp_gemm_ukr mp_gemm_ukr_f32_avx2 = {"avx2 fp32 6x16", MR, NR, 384, 144, 4080,
-                                          MP_PANEL_F32, kernel_6x16};
+                                          MP_PANEL_F32, kernel_6x16, mp_gemm_pack_avx2};

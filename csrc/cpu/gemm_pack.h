@@ -9,7 +9,7 @@
 #include "dispatch.h"
 #include "gemm_ukr.h"
 
-typedef struct {
+typedef struct mp_pack_src {
     const char *base;
     mp_dtype dtype;          /* float32, float16 or bfloat16 */
     int64_t rs, ks;
@@ -20,6 +20,11 @@ typedef struct {
  * each kc (fp32) or 2 * ceil(kc / 2) (bf16 pairs) deep. bf16 pairs need a bfloat16 source. */
 void mp_gemm_pack(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
                   int64_t rows, int64_t k0, int64_t kc, void *dst);
+
+/* The same panels (fp32 only; other formats fall through to mp_gemm_pack), eight values at
+ * a time with AVX2 + F16C; bit-identical to mp_gemm_pack. x86-64 builds only. */
+void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
+                       int64_t rows, int64_t k0, int64_t kc, void *dst);
 
 /* Elements of one panel of width w and depth kc in format fmt (and bytes per element). */
 int64_t mp_gemm_panel_elems(mp_panel_format fmt, int w, int64_t kc);

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+struct mp_pack_src;              /* gemm_pack.h */
+
 typedef enum { MP_PANEL_F32 = 0, MP_PANEL_BF16_PAIRS = 1 } mp_panel_format;
 
 /* c[i * ldc + j] (=, or += when accumulate) sum over k < kc of A panel (i, k) * B panel (k, j),
@@ -16,12 +18,16 @@ typedef enum { MP_PANEL_F32 = 0, MP_PANEL_BF16_PAIRS = 1 } mp_panel_format;
 typedef void (*mp_gemm_ukr_fn)(int64_t kc, const void *ap, const void *bp, float *c,
                                int64_t ldc, int accumulate);
 
+typedef void (*mp_gemm_pack_fn)(const struct mp_pack_src *s, mp_panel_format fmt, int w,
+                                int64_t r0, int64_t rows, int64_t k0, int64_t kc, void *dst);
+
 typedef struct {
     const char *name;
     int mr, nr;
     int kc, mc, nc;              /* cache blocking: KC deep, MC rows of A, NC columns of B */
     mp_panel_format format;
     mp_gemm_ukr_fn kernel;
+    mp_gemm_pack_fn pack;        /* NULL: the portable mp_gemm_pack */
 } mp_gemm_ukr;
 
 /* One per ISA file; NULL-free (the scalar one always exists). */

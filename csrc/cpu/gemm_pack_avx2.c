@@ -1,0 +1,121 @@
+/* gemm_pack_avx2.c - fp32 panel packing with AVX2 + F16C (this file gets -mavx2 -mf16c -mfma):
+ * the same panels as gemm_pack.c's portable code, eight values at a time. A source contiguous
+ * along k (a linear's weight as B, a row-major A) is read as 8 x 8 blocks and transposed in
+ * registers; one contiguous along the panel is converted and stored directly. fp16 converts
+ * with vcvtph2ps and bf16 by widening, both exact, so the panels equal the portable ones bit
+ * for bit. Partial panels and k tails go to the portable code. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "gemm_pack.h"
+
+/* 8 source values at element offset off -> fp32 lanes. */
+static inline __m256 load8(const mp_pack_src *s, int64_t off)
+{
+    switch (s->dtype) {
+    case MP_DTYPE_FLOAT16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)s->base + off)));
+    case MP_DTYPE_BFLOAT16: {
+        __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)s->base + off));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+    default:
+        return _mm256_loadu_ps((const float *)s->base + off);
+    }
+}
+
+static inline void transpose8(__m256 *r)
+{
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* Rows r0.. (n of them, n <= 8, the rest zero) x k0..k0+8 -> r[p] = (row 0..7 at k0 + p). */
+static inline void block8(const mp_pack_src *s, int64_t r0, int n, int64_t k0, __m256 *r)
+{
+    for (int i = 0; i < 8; i++)
+        r[i] = i < n ? load8(s, (r0 + i) * s->rs + k0) : _mm256_setzero_ps();
+    transpose8(r);
+}
+
+/* One full panel (rows == w) of a source contiguous along k; returns the k handled. */
+static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0, int64_t kc,
+                             float *dst)
+{
+    int64_t p = 0;
+    __m256 r[8];
+    for (; p + 8 <= kc; p += 8) {
+        float *d = dst + p * w;
+        if (w == 16) {
+            block8(s, r0, 8, k0 + p, r);
+            for (int q = 0; q < 8; q++)
+                _mm256_storeu_ps(d + q * 16, r[q]);
+            block8(s, r0 + 8, 8, k0 + p, r);
+            for (int q = 0; q < 8; q++)
+                _mm256_storeu_ps(d + q * 16 + 8, r[q]);
+        } else {                                     /* w == 6 */
+            block8(s, r0, 6, k0 + p, r);
+            for (int q = 0; q < 8; q++) {
+                _mm_storeu_ps(d + q * 6, _mm256_castps256_ps128(r[q]));
+                _mm_storel_pi((__m64 *)(d + q * 6 + 4), _mm256_extractf128_ps(r[q], 1));
+            }
+        }
+    }
+    return p;
+}
+
+/* npan full panels of a source contiguous along the panel, k by k: each k reads one
+ * contiguous run of the source (a row of B), so the reads stream instead of striding. */
+static void panels_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t npan,
+                              int64_t k0, int64_t kc, float *dst)
+{
+    int64_t step = (int64_t)w * kc;
+    for (int64_t p = 0; p < kc; p++) {
+        int64_t off = r0 + (k0 + p) * s->ks;
+        float *d = dst + p * w;
+        for (int64_t i = 0; i < npan; i++, off += w, d += step) {
+            if (w == 16) {
+                _mm256_storeu_ps(d, load8(s, off));
+                _mm256_storeu_ps(d + 8, load8(s, off + 8));
+            } else if (s->dtype == MP_DTYPE_FLOAT32) {   /* w == 6: never read past 6 */
+                memcpy(d, (const float *)s->base + off, 6 * sizeof(float));
+            } else if (s->dtype == MP_DTYPE_FLOAT16) {
+                s->cvt->f16_to_f32((const mp_half *)s->base + off, d, 6);
+            } else {
+                s->cvt->bf16_to_f32((const mp_bf16 *)s->base + off, d, 6);
+            }
+        }
+    }
+}
+
+void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
+                       int64_t rows, int64_t k0, int64_t kc, void *dst)
+{
+    if (fmt != MP_PANEL_F32 || (w != 16 && w != 6) || (s->rs != 1 && s->ks != 1)) {
+        mp_gemm_pack(s, fmt, w, r0, rows, k0, kc, dst);
+        return;
+    }
+    int64_t full = rows / w * w;
+    if (s->rs == 1) {
+        panels_along_rows(s, w, r0, full / w, k0, kc, (float *)dst);
+    } else {
+        for (int64_t i = 0; i < full; i += w) {
+            float *d = (float *)dst + i * kc;
+            int64_t done = panel_along_k(s, w, r0 + i, k0, kc, d);
+            if (done < kc)          /* the last kc % 8 k: portable, same panel layout */
+                mp_gemm_pack(s, fmt, w, r0 + i, w, k0 + done, kc - done, d + done * w);
+        }
+    }
+    if (full < rows)
+        mp_gemm_pack(s, fmt, w, r0 + full, rows - full, k0, kc, (float *)dst + full * kc);
+}
