@@ -167,3 +167,32 @@ def test_hook_argument_errors():
         _C._gemm(a.t(), b, c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
     with pytest.raises(TypeError, match="must be a tensor"):
         _C._gemm(a, [1], c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
+
+
+def test_repeated_products_reuse_the_packing_buffers(rng):
+    """A training step runs the same products every step: after the first, the GEMM takes its
+    multi-MiB packing buffers from its cache instead of the system. empty_cache returns them."""
+    x = mpamp.tensor(rng.standard_normal((256, 512)).astype(np.float32))
+    w = mpamp.tensor(rng.standard_normal((768, 512)).astype(np.float32))
+    for threads in (1, 2):
+        mpamp.set_num_threads(threads)
+        try:
+            mpamp.nn.functional.linear(x, w)
+            before = _C._gemm_buffer_allocs()
+            for _ in range(5):
+                mpamp.nn.functional.linear(x, w)
+                mpamp.nn.functional.linear(x.bfloat16(), w.bfloat16())
+            after_bf16_warmup = _C._gemm_buffer_allocs()
+            for _ in range(5):
+                mpamp.nn.functional.linear(x, w)
+                mpamp.nn.functional.linear(x.bfloat16(), w.bfloat16())
+            assert _C._gemm_buffer_allocs() == after_bf16_warmup
+            assert after_bf16_warmup - before <= 2 * threads
+        finally:
+            mpamp.set_num_threads(_default_threads)
+    mpamp.backends.cpu.empty_cache()
+    mpamp.nn.functional.linear(x, w)
+    assert _C._gemm_buffer_allocs() > after_bf16_warmup
+
+
+_default_threads = mpamp.get_num_threads()

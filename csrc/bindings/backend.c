@@ -7,6 +7,7 @@
 #include "../core/cuda_api.h"
 #include "../cpu/cast_check.h"
 #include "../cpu/dispatch.h"
+#include "../cpu/gemm.h"
 #include "../cpu/parallel.h"
 
 static PyObject *f_get_isa(PyObject *m, PyObject *unused)
@@ -58,6 +59,7 @@ static PyObject *f_empty_cache(PyObject *m, PyObject *unused)
 {
     (void)m, (void)unused;
     mp_alloc_empty_cache();
+    mp_gemm_release_buffers();
     Py_RETURN_NONE;
 }
 

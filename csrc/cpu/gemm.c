@@ -7,6 +7,7 @@
  * beta * C, bias, activation, rounding to C's dtype - writes C once, while the tile is in L1. */
 #include "gemm.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +24,85 @@
 #define MIN(x, y) ((x) < (y) ? (x) : (y))
 #define ROUND_UP(x, r) (((x) + (r) - 1) / (r) * (r))
 
+#define GEMM_CACHED_BUFFERS 4
+#define GEMM_CACHED_MAX_BYTES ((size_t)32 << 20)
+
 typedef enum { TARGET_C, TARGET_SCRATCH, TARGET_TILE } target_kind;
+
+/* Packing buffers outlive a call: a training step runs the same products every step, and a
+ * fresh multi-MiB block from malloc is a fresh mmap, page-faulted and zeroed each time. A few
+ * blocks (one per thread of a product) are kept, each at most GEMM_CACHED_MAX_BYTES. */
+static struct {
+    pthread_mutex_t lock;
+    void *ptr[GEMM_CACHED_BUFFERS];
+    size_t size[GEMM_CACHED_BUFFERS];
+} buffers = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}};
+
+static uint64_t buffer_allocs;
+
+uint64_t mp_gemm_buffer_allocs(void)
+{
+    return __atomic_load_n(&buffer_allocs, __ATOMIC_RELAXED);
+}
+
+static void *take_buffer(size_t bytes, size_t *got)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&buffers.lock);
+    for (int i = 0; i < GEMM_CACHED_BUFFERS; i++)
+        if (buffers.ptr[i] && buffers.size[i] >= bytes) {
+            p = buffers.ptr[i], *got = buffers.size[i];
+            buffers.ptr[i] = NULL;
+            break;
+        }
+    pthread_mutex_unlock(&buffers.lock);
+    if (!p) {
+        p = aligned_alloc(64, bytes);
+        if (!p) {                        /* hand back what is kept and try once more */
+            mp_gemm_release_buffers();
+            p = aligned_alloc(64, bytes);
+        }
+        *got = bytes;
+        __atomic_add_fetch(&buffer_allocs, 1, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
+static void give_buffer(void *p, size_t size)
+{
+    void *drop = p;
+    pthread_mutex_lock(&buffers.lock);
+    if (size <= GEMM_CACHED_MAX_BYTES) {
+        int slot = -1;
+        for (int i = 0; i < GEMM_CACHED_BUFFERS && slot < 0; i++)
+            if (!buffers.ptr[i])
+                slot = i;
+        if (slot < 0) {                  /* all taken: replace the smallest, if smaller */
+            slot = 0;
+            for (int i = 1; i < GEMM_CACHED_BUFFERS; i++)
+                if (buffers.size[i] < buffers.size[slot])
+                    slot = i;
+            if (buffers.size[slot] >= size)
+                slot = -1;
+        }
+        if (slot >= 0) {
+            drop = buffers.ptr[slot];
+            buffers.ptr[slot] = p, buffers.size[slot] = size;
+        }
+    }
+    pthread_mutex_unlock(&buffers.lock);
+    free(drop);
+}
+
+void mp_gemm_release_buffers(void)
+{
+    pthread_mutex_lock(&buffers.lock);
+    for (int i = 0; i < GEMM_CACHED_BUFFERS; i++) {
+        free(buffers.ptr[i]);
+        buffers.ptr[i] = NULL, buffers.size[i] = 0;
+    }
+    pthread_mutex_unlock(&buffers.lock);
+}
 
 typedef struct {
     const mp_gemm_args *g;
@@ -146,8 +225,9 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     size_t sbytes = tk == TARGET_SCRATCH ? (size_t)m * (size_t)n * sizeof(float) : 0;
     _Alignas(64) char stack[GEMM_STACK_BYTES];
     char *buf = stack;
+    size_t bufsize = 0;
     if (abytes + bbytes + sbytes > sizeof stack) {
-        buf = aligned_alloc(64, abytes + bbytes + ROUND_UP(sbytes, 64));
+        buf = take_buffer(abytes + bbytes + ROUND_UP(sbytes, 64), &bufsize);
         if (!buf)
             return MP_ERR_NOMEM;
     }
@@ -196,7 +276,7 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
         }
     }
     if (buf != stack)
-        free(buf);
+        give_buffer(buf, bufsize);
     return MP_OK;
 }
 

@@ -50,6 +50,12 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads);
 /* Name of the micro-kernel mp_gemm_at would use ("avx2 fp32 6x16", ...), for reports. */
 const char *mp_gemm_kernel_name(mp_isa isa, mp_dtype a_dtype, mp_dtype b_dtype);
 
+/* Packing buffers are kept between products (a few, one per thread of a product, at most
+ * 32 MiB each). Counter of the blocks ever allocated for them (tests: a repeated product
+ * allocates nothing), and a way to return the kept ones to the system. */
+uint64_t mp_gemm_buffer_allocs(void);
+void mp_gemm_release_buffers(void);
+
 /* Exact integer product with wrap-around (two's complement) arithmetic, as torch's int64 mm. */
 void mp_gemm_i64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, int64_t alpha,
                  const int64_t *a, int64_t lda, const int64_t *b, int64_t ldb, int64_t beta,
