@@ -51,9 +51,11 @@ mp_gemm_args mp_gemm_plain(int trans_a, int trans_b, int64_t m, int64_t n, int64
 
 static const mp_gemm_ukr *pick(mp_isa isa, mp_dtype a, mp_dtype b)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__)     /* the ISA files exist on x86-64 only */
     (void)a, (void)b;
-    if (isa >= MP_ISA_AVX2)        /* the AVX-512 levels run the AVX2 kernel for now */
+    if (isa >= MP_ISA_AVX512)
+        return &mp_gemm_ukr_f32_avx512;
+    if (isa >= MP_ISA_AVX2)
         return &mp_gemm_ukr_f32_avx2;
 #else
     (void)isa, (void)a, (void)b;
