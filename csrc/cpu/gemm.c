@@ -130,9 +130,12 @@ mp_gemm_args mp_gemm_plain(int trans_a, int trans_b, int64_t m, int64_t n, int64
 
 static const mp_gemm_ukr *pick(mp_isa isa, mp_dtype a, mp_dtype b)
 {
-#if defined(__x86_64__) && defined(__GNUC__)
-    (void)a, (void)b;
-    if (isa >= MP_ISA_AVX2)        /* the AVX-512 levels run the AVX2 kernel for now */
+#if defined(__x86_64__) && defined(__GNUC__)     /* the ISA files exist on x86-64 only */
+    if (isa >= MP_ISA_AVX512BF16 && a == MP_DTYPE_BFLOAT16 && b == MP_DTYPE_BFLOAT16)
+        return &mp_gemm_ukr_bf16_avx512bf16;
+    if (isa >= MP_ISA_AVX512)
+        return &mp_gemm_ukr_f32_avx512;
+    if (isa >= MP_ISA_AVX2)
         return &mp_gemm_ukr_f32_avx2;
 #else
     (void)isa, (void)a, (void)b;

@@ -39,6 +39,8 @@ mp_gemm_args mp_gemm_plain(int trans_a, int trans_b, int64_t m, int64_t n, int64
                            const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
                            int64_t ldc);
 
+/* bfloat16 x bfloat16 at the AVX512_BF16 level runs vdpbf16ps, which treats values and partial
+ * sums below 2^-126 in magnitude as zero (gemm_avx512bf16.c); the other kernels keep them. */
 /* The product with the best kernels of the active ISA level (mp_cpu()->isa). Returns
  * MP_ERR_NOMEM (no message) when the packing buffers cannot be allocated and MP_ERR_TYPE
  * for dtypes outside the list above (or beta != 0 with a low-precision C). */

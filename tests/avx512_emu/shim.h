@@ -1,14 +1,17 @@
-/* shim.h - test-only: lets csrc/cpu/cast_avx512.c compile and run on a CPU without AVX-512.
- * Included before the kernel file (cast_avx512_emu.c): SIMDe's portable versions stand in for the
- * AVX-512 intrinsics, and the ones SIMDe 0.7 lacks are written out below as lane loops. The
- * fp16 conversions run on the host's F16C, 8 lanes at a time (the EVEX forms are specified to
- * convert exactly as the VEX ones), so the NaN behaviour under test is the hardware's. */
+/* shim.h - test-only: lets csrc/cpu/cast_avx512.c and the AVX-512 GEMM micro-kernels compile
+ * and run on a CPU without AVX-512. Included before the kernel file (*_emu.c): SIMDe's portable
+ * versions stand in for the AVX-512 intrinsics, and the ones SIMDe 0.7 lacks (or gets wrong,
+ * vdpbf16ps) are written out below as lane loops. The fp16 conversions run on the host's F16C,
+ * 8 lanes at a time (the EVEX forms are specified to convert exactly as the VEX ones), so the
+ * NaN behaviour under test is the hardware's. */
 #ifndef MP_AVX512_EMU_SHIM_H
 #define MP_AVX512_EMU_SHIM_H
 
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
+#include <float.h>
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -121,6 +124,55 @@ static inline void emu_mask_cvtepi32_storeu_epi16(void *p, simde__mmask16 k, sim
     emu_mask_storeu_epi16(p, k, emu_cvtepi32_epi16(v));
 }
 
+/* vdpbf16ps as the Intel SDM specifies it (and Bochs implements it), which SIMDe 0.7 does not:
+ * per lane i, acc += a[2i+1] * b[2i+1] first, then acc += a[2i] * b[2i], each an fp32 fused
+ * multiply-add rounded to nearest even with input denormals treated as zero and tiny results
+ * flushed to zero (tininess after rounding, as x86's FTZ), MXCSR ignored. SIMDe adds the even
+ * product first, with a separate multiply and add and no DAZ/FTZ. The GEMM kernel relies on
+ * the order, the single rounding per product and the flushing (gemm_avx512bf16.c); the test
+ * checks this emulation on cases that tell the orders and the flushing apart. */
+static inline float emu_daz(float x)
+{
+    return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x;   /* NaN compares false: kept */
+}
+
+static inline float emu_fma_daz_ftz(float a, float b, float c)
+{
+    a = emu_daz(a), b = emu_daz(b), c = emu_daz(c);
+    float r = fmaf(a, b, c);
+    if (!(fabsf(r) < 2.0f * FLT_MIN))
+        return r;
+    /* Near the underflow threshold, round again with 2^24 more exponent range: that is the
+     * rounding "with unbounded exponent" whose result decides tininess. Here |a b + c| is
+     * tiny, so the smaller factor and c are below 2^104 and the scaling is exact. */
+    float s = fabsf(a) <= fabsf(b) ? fmaf(a * 0x1p24f, b, c * 0x1p24f)
+                                   : fmaf(a, b * 0x1p24f, c * 0x1p24f);
+    return fabsf(s) < 0x1p-102f ? copysignf(0.0f, s) : s * 0x1p-24f;
+}
+
+static inline float emu_bf16_as_f32(uint16_t h)
+{
+    uint32_t w = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
+
+static inline simde__m512 emu_dpbf16_ps(simde__m512 src, simde__m512bh a, simde__m512bh b)
+{
+    float acc[16];
+    uint16_t x[32], y[32];
+    simde_mm512_storeu_ps(acc, src);
+    memcpy(x, &a, sizeof x);
+    memcpy(y, &b, sizeof y);
+    for (int i = 0; i < 16; i++) {
+        acc[i] = emu_fma_daz_ftz(emu_bf16_as_f32(x[2 * i + 1]), emu_bf16_as_f32(y[2 * i + 1]),
+                                 acc[i]);
+        acc[i] = emu_fma_daz_ftz(emu_bf16_as_f32(x[2 * i]), emu_bf16_as_f32(y[2 * i]), acc[i]);
+    }
+    return simde_mm512_loadu_ps(acc);
+}
+
 /* Replace whatever SIMDe (or GCC's headers) defined under these names. */
 #undef _mm512_cvtps_ph
 #undef _mm512_cvtph_ps
@@ -136,6 +188,7 @@ static inline void emu_mask_cvtepi32_storeu_epi16(void *p, simde__mmask16 k, sim
 #undef _mm256_mask_storeu_epi16
 #undef _mm512_mask_cvtepi32_storeu_epi16
 #undef _mm512_stream_si512
+#undef _mm512_dpbf16_ps
 #define _mm512_cvtps_ph(a, imm) emu_cvtps_ph(a)     /* callers pass RNE | NO_EXC */
 #define _mm512_cvtph_ps(a) emu_cvtph_ps(a)
 #define _mm256_cmpgt_epi16_mask(a, b) emu_cmp_epi16_mask((a), (b), 1)
@@ -149,6 +202,7 @@ static inline void emu_mask_cvtepi32_storeu_epi16(void *p, simde__mmask16 k, sim
 #define _mm512_mask_storeu_epi32(p, k, v) emu_mask_storeu_epi32((p), (k), (v))
 #define _mm256_mask_storeu_epi16(p, k, v) emu_mask_storeu_epi16((p), (k), (v))
 #define _mm512_mask_cvtepi32_storeu_epi16(p, k, v) emu_mask_cvtepi32_storeu_epi16((p), (k), (v))
+#define _mm512_dpbf16_ps(src, a, b) emu_dpbf16_ps((src), (a), (b))
 /* a plain store has the same visible effect as a streaming one */
 #define _mm512_stream_si512(p, v) simde_mm512_storeu_si512((void *)(p), (v))
 
