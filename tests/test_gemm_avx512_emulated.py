@@ -26,7 +26,8 @@ EMU = os.path.join(ROOT, "tests", "avx512_emu")
 CPU = os.path.join(ROOT, "csrc", "cpu")
 SOURCES = [os.path.join(EMU, f) for f in ("gemm_check_main.c", "gemm_avx512_emu.c",
                                           "gemm_avx512bf16_emu.c", "cast_avx512_emu.c")] + [
-    os.path.join(CPU, f) for f in ("gemm.c", "gemm_pack.c", "gemm_ref.c", "gemm_avx2.c",
+    os.path.join(CPU, f) for f in ("gemm.c", "gemm_pack.c", "gemm_pack_avx2.c", "gemm_ref.c",
+                                   "gemm_avx2.c",
                                    "cast_scalar.c", "cast_avx2.c", "cast_avx512bf16.c",
                                    "parallel.c")]
 FLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-psabi", "-mavx2", "-mf16c", "-mfma",

@@ -48,7 +48,25 @@ static inline void block8(const mp_pack_src *s, int64_t r0, int n, int64_t k0, _
     transpose8(r);
 }
 
-/* One full panel (rows == w) of a source contiguous along k; returns the k handled. */
+/* Lanes 0..n-1 of v to d. */
+static inline void store_lanes(float *d, __m256 v, int n)
+{
+    if (n == 8) {
+        _mm256_storeu_ps(d, v);
+    } else if (n >= 4) {
+        _mm_storeu_ps(d, _mm256_castps256_ps128(v));
+        float t[4];
+        _mm_storeu_ps(t, _mm256_extractf128_ps(v, 1));
+        memcpy(d + 4, t, sizeof(float) * (size_t)(n - 4));
+    } else {
+        float t[8];
+        _mm256_storeu_ps(t, v);
+        memcpy(d, t, sizeof(float) * (size_t)n);
+    }
+}
+
+/* One full panel (rows == w) of a source contiguous along k, rows in groups of 8; returns
+ * the k handled (a multiple of 8). */
 static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0, int64_t kc,
                              float *dst)
 {
@@ -56,19 +74,11 @@ static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0
     __m256 r[8];
     for (; p + 8 <= kc; p += 8) {
         float *d = dst + p * w;
-        if (w == 16) {
-            block8(s, r0, 8, k0 + p, r);
+        for (int g = 0; g < w; g += 8) {
+            int n = w - g < 8 ? w - g : 8;
+            block8(s, r0 + g, n, k0 + p, r);
             for (int q = 0; q < 8; q++)
-                _mm256_storeu_ps(d + q * 16, r[q]);
-            block8(s, r0 + 8, 8, k0 + p, r);
-            for (int q = 0; q < 8; q++)
-                _mm256_storeu_ps(d + q * 16 + 8, r[q]);
-        } else {                                     /* w == 6 */
-            block8(s, r0, 6, k0 + p, r);
-            for (int q = 0; q < 8; q++) {
-                _mm_storeu_ps(d + q * 6, _mm256_castps256_ps128(r[q]));
-                _mm_storel_pi((__m64 *)(d + q * 6 + 4), _mm256_extractf128_ps(r[q], 1));
-            }
+                store_lanes(d + q * w + g, r[q], n);
         }
     }
     return p;
@@ -84,16 +94,17 @@ static void panels_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t n
         int64_t off = r0 + (k0 + p) * s->ks;
         float *d = dst + p * w;
         for (int64_t i = 0; i < npan; i++, off += w, d += step) {
-            if (w == 16) {
-                _mm256_storeu_ps(d, load8(s, off));
-                _mm256_storeu_ps(d + 8, load8(s, off + 8));
-            } else if (s->dtype == MP_DTYPE_FLOAT32) {   /* w == 6: never read past 6 */
-                memcpy(d, (const float *)s->base + off, 6 * sizeof(float));
-            } else if (s->dtype == MP_DTYPE_FLOAT16) {
-                s->cvt->f16_to_f32((const mp_half *)s->base + off, d, 6);
-            } else {
-                s->cvt->bf16_to_f32((const mp_bf16 *)s->base + off, d, 6);
-            }
+            int v = 0;
+            for (; v + 8 <= w; v += 8)
+                _mm256_storeu_ps(d + v, load8(s, off + v));
+            if (v == w)
+                continue;                                /* the rest: never read past w */
+            if (s->dtype == MP_DTYPE_FLOAT32)
+                memcpy(d + v, (const float *)s->base + off + v, sizeof(float) * (size_t)(w - v));
+            else if (s->dtype == MP_DTYPE_FLOAT16)
+                s->cvt->f16_to_f32((const mp_half *)s->base + off + v, d + v, (size_t)(w - v));
+            else
+                s->cvt->bf16_to_f32((const mp_bf16 *)s->base + off + v, d + v, (size_t)(w - v));
         }
     }
 }
@@ -101,7 +112,7 @@ static void panels_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t n
 void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
                        int64_t rows, int64_t k0, int64_t kc, void *dst)
 {
-    if (fmt != MP_PANEL_F32 || (w != 16 && w != 6) || (s->rs != 1 && s->ks != 1)) {
+    if (fmt != MP_PANEL_F32 || (s->rs != 1 && s->ks != 1)) {
         mp_gemm_pack(s, fmt, w, r0, rows, k0, kc, dst);
         return;
     }
