@@ -206,6 +206,8 @@ def _autocast_policy(*args: Any, **kwargs: Any) -> Any:
     """The autocast policy of an op on a device type"""
 def _backward(*args: Any, **kwargs: Any) -> Any:
     """Run backward from tensors, accumulating into leaves' .grad"""
+def _baddbmm(*args: Any, **kwargs: Any) -> Any:
+    """_baddbmm(input, batch1, batch2, beta, alpha)"""
 def _bce_with_logits(*args: Any, **kwargs: Any) -> Any:
     """_bce_with_logits(input, target, weight, pos_weight, reduction)"""
 def _binary(*args: Any, **kwargs: Any) -> Any:
@@ -252,6 +254,12 @@ def _fused_adam_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor Adam/AdamW step"""
 def _fused_sgd_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor SGD step"""
+def _gemm(*args: Any, **kwargs: Any) -> Any:
+    """Test hook: the GEMM at one ISA level with an epilogue"""
+def _gemm_buffer_allocs(*args: Any, **kwargs: Any) -> Any:
+    """Packing buffers the GEMM has ever allocated (kept ones are reused)"""
+def _gemm_kernel_name(*args: Any, **kwargs: Any) -> Any:
+    """Micro-kernel used at an ISA level for these input dtypes"""
 def _get_autocast_dtype(*args: Any, **kwargs: Any) -> Any:
     """Lower-precision dtype of a device type"""
 def _get_isa(*args: Any, **kwargs: Any) -> Any:

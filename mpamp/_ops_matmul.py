@@ -27,6 +27,11 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     return _C._addmm(input, mat1, mat2, beta, alpha)
 
 
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    """beta * input + alpha * (batch1 @ batch2) for 3-D batches, input broadcast."""
+    return _C._baddbmm(input, batch1, batch2, beta, alpha)
+
+
 def linear(input, weight, bias=None):  # noqa: A002
     """input @ weight.T + bias, for any number of leading dims of input."""
     return _C._linear(input, weight, bias)
@@ -106,5 +111,5 @@ def where(condition, input=None, other=None):  # noqa: A002
 Tensor.__matmul__ = _C.TensorBase._matmul_op
 Tensor.__rmatmul__ = _C.TensorBase._rmatmul_op
 
-__all__ = ["mm", "bmm", "matmul", "addmm", "linear", "cat", "concat", "concatenate", "stack",
+__all__ = ["mm", "bmm", "matmul", "addmm", "baddbmm", "linear", "cat", "concat", "concatenate", "stack",
            "embedding", "dropout", "clamp", "clip", "where"]

@@ -33,13 +33,14 @@ def test_linear_runs_in_low_precision_and_grads_stay_fp32(low, rng):
 
 
 @pytest.mark.parametrize("low", LOW)
-@pytest.mark.parametrize("op", ["mm", "matmul", "bmm", "addmm", "matmul_op"])
+@pytest.mark.parametrize("op", ["mm", "matmul", "bmm", "addmm", "baddbmm", "matmul_op"])
 def test_matrix_products_are_lower_precision(op, low):
     a, b = mpamp.randn(2, 3, 4), mpamp.randn(2, 4, 5)
     with mpamp.autocast(dtype=low):
         out = {"mm": lambda: mpamp.mm(a[0], b[0]), "matmul": lambda: mpamp.matmul(a, b),
                "bmm": lambda: mpamp.bmm(a, b), "matmul_op": lambda: a @ b,
-               "addmm": lambda: mpamp.addmm(mpamp.zeros(5), a[0], b[0])}[op]()
+               "addmm": lambda: mpamp.addmm(mpamp.zeros(5), a[0], b[0]),
+               "baddbmm": lambda: mpamp.baddbmm(mpamp.zeros(3, 5), a, b)}[op]()
     assert out.dtype is getattr(mpamp, low)
     assert (a[0] @ b[0]).dtype is mpamp.float32          # outside: untouched
 

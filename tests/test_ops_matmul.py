@@ -186,6 +186,45 @@ def test_addmm_forward_backward(rng, dtype, bias_shape):
                    24, dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bias_shape", [(6,), (4, 1), (3, 4, 6), (1, 4, 6), ()])
+def test_baddbmm_forward_backward(rng, dtype, bias_shape):
+    bias, cn = make(rng, bias_shape, dtype, True)
+    a, an = make(rng, (3, 4, 9), dtype, True)
+    b, bn = make(rng, (3, 9, 6), dtype, True)
+    beta, alpha = 0.5, -2.0
+    out = mpamp.baddbmm(bias, a, b, beta=beta, alpha=alpha)
+    assert out.grad_fn.name() == "BaddbmmBackward0"
+    ref = beta * cn + alpha * (an @ bn)
+    absprod = (abs(beta) * np.abs(np.broadcast_to(cn, ref.shape))
+               + abs(alpha) * (np.abs(an) @ np.abs(bn)))
+    assert_product(out, ref, absprod, 10, dtype)
+    g, gn = make(rng, (3, 4, 6), dtype)
+    out.backward(g)
+    bt, at = np.swapaxes(bn, 1, 2), np.swapaxes(an, 1, 2)
+    assert_product(a.grad, alpha * gn @ bt, 2 * np.abs(gn) @ np.abs(bt), 6, dtype)
+    assert_product(b.grad, alpha * at @ gn, 2 * np.abs(at) @ np.abs(gn), 4, dtype)
+    padded = (1,) * (3 - len(bias_shape)) + bias_shape
+    gbias = beta * _sum_to(gn, padded).reshape(bias_shape)
+    assert_product(bias.grad, gbias, beta * _sum_to(np.abs(gn), padded).reshape(bias_shape), 72,
+                   dtype)
+
+
+def test_baddbmm_errors():
+    x = mpamp.ones(2, 3, 4)
+    with pytest.raises(RuntimeError, match="baddbmm: batch1 must be a 3D tensor, got 2-D"):
+        mpamp.baddbmm(mpamp.zeros(3, 5), mpamp.ones(3, 4), mpamp.ones(2, 4, 5))
+    with pytest.raises(RuntimeError, match=r"baddbmm: Expected size for first two dimensions "
+                       r"of batch2 tensor to be: \[2, 4\] but got: \[3, 4\]"):
+        mpamp.baddbmm(mpamp.zeros(3, 5), x, mpamp.ones(3, 4, 5))
+    with pytest.raises(RuntimeError, match="baddbmm: expected m1 and m2 to have the same dtype"):
+        mpamp.baddbmm(mpamp.zeros(3, 5), x, mpamp.ones(2, 4, 5).half())
+    with pytest.raises(RuntimeError, match="baddbmm: The expanded size"):
+        mpamp.baddbmm(mpamp.zeros(7), x, mpamp.ones(2, 4, 5))
+    with pytest.raises(TypeError, match="argument 'beta' must be a number"):
+        mpamp.baddbmm(mpamp.zeros(5), x, mpamp.ones(2, 4, 5), beta="x")
+
+
 def test_addmm_beta_zero_ignores_bias_and_defaults(rng):
     a, an = make(rng, (3, 4), "float32")
     b, bn = make(rng, (4, 2), "float32")

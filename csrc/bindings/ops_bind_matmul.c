@@ -60,7 +60,8 @@ typedef mp_status (*op2_fn)(mp_tensor *, mp_tensor *, mp_tensor **);
 typedef struct {
     mp_ac_op ac;
     op2_fn fn2;                 /* mm, bmm, matmul */
-    int kind;                   /* 0: fn2(a, b), 1: addmm(bias, a, b), 2: linear(x, w, bias) */
+    int kind;                   /* 0: fn2(a, b), 1: addmm(bias, a, b), 2: linear(x, w, bias),
+                                   3: baddbmm(bias, a, b) */
     double beta, alpha;
 } product_call;
 
@@ -74,6 +75,8 @@ static mp_status run_product(const product_call *c, mp_tensor **args, int n, mp_
         st = c->fn2(in[0], in[1], out);
     else if (c->kind == 1)
         st = mp_op_addmm(in[0], in[1], in[2], c->beta, c->alpha, out);
+    else if (c->kind == 3)
+        st = mp_op_baddbmm(in[0], in[1], in[2], c->beta, c->alpha, out);
     else
         st = mp_op_linear(in[0], in[1], in[2], out);
     for (int i = 0; i < n; i++)
@@ -151,6 +154,26 @@ static PyObject *f_addmm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     mp_tensor *in[3] = {bias, a, b};
     product_call c = {MP_AC_OP_ADDMM, NULL, 1, beta, alpha};
+    mp_status st;
+    NOGIL_IF(is_big(a, b), st = run_product(&c, in, 3, &out));
+    return finish(s, st, out);
+}
+
+/* _baddbmm(input, batch1, batch2, beta, alpha) */
+static PyObject *f_baddbmm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    mp_state *s = mp_state_of_module(m);
+    mp_tensor *bias, *a, *b, *out = NULL;
+    double beta, alpha;
+    if (check_nargs(nargs, 5, "_baddbmm(input, batch1, batch2, beta, alpha)") < 0 ||
+        !(bias = tensor_arg(s, args[0], "baddbmm", "input", 0)) ||
+        !(a = tensor_arg(s, args[1], "baddbmm", "batch1", 1)) ||
+        !(b = tensor_arg(s, args[2], "baddbmm", "batch2", 2)) ||
+        parse_double(args[3], "baddbmm", "beta", &beta) < 0 ||
+        parse_double(args[4], "baddbmm", "alpha", &alpha) < 0)
+        return NULL;
+    mp_tensor *in[3] = {bias, a, b};
+    product_call c = {MP_AC_OP_BADDBMM, NULL, 3, beta, alpha};
     mp_status st;
     NOGIL_IF(is_big(a, b), st = run_product(&c, in, 3, &out));
     return finish(s, st, out);
@@ -446,6 +469,7 @@ PyMethodDef mp_matmul_functions[] = {
     {"_bmm", FN(f_bmm), METH_FASTCALL, "_bmm(input, mat2)"},
     {"_matmul", FN(f_matmul), METH_FASTCALL, "_matmul(input, other)"},
     {"_addmm", FN(f_addmm), METH_FASTCALL, "_addmm(input, mat1, mat2, beta, alpha)"},
+    {"_baddbmm", FN(f_baddbmm), METH_FASTCALL, "_baddbmm(input, batch1, batch2, beta, alpha)"},
     {"_linear", FN(f_linear), METH_FASTCALL, "_linear(input, weight, bias or None)"},
     {"_cat", FN(f_cat), METH_FASTCALL, "_cat(tensors, dim, stack)"},
     {"_embedding", FN(f_embedding), METH_FASTCALL, "_embedding(weight, indices, padding_idx)"},

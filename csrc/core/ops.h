@@ -65,6 +65,10 @@ mp_status mp_op_matmul(mp_tensor *a, mp_tensor *b, mp_tensor **out);
 /* beta * bias + alpha * (a @ b) */
 mp_status mp_op_addmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta, double alpha,
                       mp_tensor **out);
+/* beta * bias + alpha * (a @ b) for 3-D a (B, M, K) and b (B, K, N); bias broadcasts to
+ * (B, M, N). */
+mp_status mp_op_baddbmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta,
+                        double alpha, mp_tensor **out);
 /* x @ w^T + bias (bias may be NULL) */
 mp_status mp_op_linear(mp_tensor *x, mp_tensor *w, mp_tensor *bias, mp_tensor **out);
 

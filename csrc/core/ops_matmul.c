@@ -1,4 +1,4 @@
-/* ops_matmul.c - mm, bmm, matmul, addmm and linear: each checks its arguments (torch's
+/* ops_matmul.c - mm, bmm, matmul, addmm, baddbmm and linear: each checks its arguments (torch's
  * messages, naming the op and both shapes), then describes itself as a batched product
  * A' @ B' (+ bias) over views of its inputs - 1-D operands gain a unit dim, linear's weight is
  * transposed - so one forward and one backward serve all five. The arithmetic is
@@ -330,6 +330,25 @@ mp_status mp_op_addmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta, 
     if (a->shape[1] != b->shape[0])
         return cannot_multiply("addmm", a->shape[0], a->shape[1], b->shape[0], b->shape[1]);
     mm_spec s = {"addmm", "AddmmBackward0", a, b, bias, 0, alpha, beta, {1, 2, 0}};
+    return run(&s, out);
+}
+
+mp_status mp_op_baddbmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta,
+                        double alpha, mp_tensor **out)
+{
+    mp_status st = check_matrix("baddbmm", "batch1", a, 3);
+    if (st == MP_OK)
+        st = check_matrix("baddbmm", "batch2", b, 3);
+    if (st == MP_OK)
+        st = check_dtypes("baddbmm", a, b, bias);
+    if (st != MP_OK)
+        return st;
+    if (a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1])
+        return mp_error(MP_ERR_SHAPE, "baddbmm: Expected size for first two dimensions of "
+                        "batch2 tensor to be: [%lld, %lld] but got: [%lld, %lld].",
+                        (long long)a->shape[0], (long long)a->shape[2], (long long)b->shape[0],
+                        (long long)b->shape[1]);
+    mm_spec s = {"baddbmm", "BaddbmmBackward0", a, b, bias, 0, alpha, beta, {1, 2, 0}};
     return run(&s, out);
 }
 
