@@ -69,17 +69,17 @@ def make_step(case, batch):
     x = lib.tensor(rng.standard_normal((batch, WIDTHS[0]), dtype=np.float32))
     y = lib.tensor(rng.standard_normal((batch, WIDTHS[-1]), dtype=np.float32))
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
-    if lib_name == "mpamp":
-        autocast = lambda: lib.autocast(dtype=low or "bf16", enabled=low is not None)  # noqa
+    if lib_name == "mpamp":           # mpamp picks the device (CPU here) by itself
+        autocast_args = ((), {"dtype": low or "bf16", "enabled": low is not None})
         scaler = lib.amp.GradScaler() if scaled else None
     else:
         dt = {"bf16": lib.bfloat16, "fp16": lib.float16}.get(low, lib.bfloat16)
-        autocast = lambda: lib.autocast("cpu", dtype=dt, enabled=low is not None)  # noqa
+        autocast_args = (("cpu",), {"dtype": dt, "enabled": low is not None})
         scaler = lib.amp.GradScaler("cpu") if scaled else None
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with autocast():
+        with lib.autocast(*autocast_args[0], **autocast_args[1]):
             loss = nn.functional.mse_loss(model(x), y)
         if scaler is not None:
             scaler.scale(loss).backward()
@@ -185,7 +185,10 @@ def flops_per_step(batch):
 def table(cases, samples, memory, peak, batch):
     lines = ["| case | ms/step | GFLOP/s | of fp32 peak | peak RSS MiB | RSS increase in "
              "training MiB | samples |", "|---|---|---|---|---|---|---|"]
-    for c in cases:
+    for c in CASES:
+        if c not in cases:                 # torch not installed
+            lines.append(f"| {c} | - | - | - | - | - | 0 |")
+            continue
         t = statistics.median(samples[c])
         g = flops_per_step(batch) / t / 1e9
         m = memory[c]
@@ -250,7 +253,8 @@ def main():
           f"probes, {min(peaks):.1f}..{max(peaks):.1f})\n")
     print(table(cases, samples, memory, peak, args.batch) + "\n")
     if torch is None:
-        print("torch is not installed: its rows and the comparisons with it are left out\n")
+        print("torch is not installed: its rows are '-' and the comparisons with it are "
+              "left out\n")
     print("\n".join(targets(samples, memory)) + "\n")
     print("noise (ms/step, min..max over the samples): " + "; ".join(
         f"{c} {min(s) * 1e3:.0f}..{max(s) * 1e3:.0f}" for c, s in samples.items()))
