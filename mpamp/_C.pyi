@@ -226,6 +226,8 @@ def _clamp(*args: Any, **kwargs: Any) -> Any:
     """_clamp(input, min or None, max or None)"""
 def _clear_autocast_cache(*args: Any, **kwargs: Any) -> Any:
     """Drop every cached weight cast"""
+def _cpu_peak_gflops(*args: Any, **kwargs: Any) -> Any:
+    """_cpu_peak_gflops(kind, threads=None, seconds=0.2): measured GFLOP/s of 'fp32_fma' or 'bf16_dot'; None when the active ISA level lacks the instruction"""
 def _cuda_cast_roundtrip(*args: Any, **kwargs: Any) -> Any:
     """Test hook: convert a CPU tensor with the CUDA cast kernels"""
 def _cuda_device_count(*args: Any, **kwargs: Any) -> Any:

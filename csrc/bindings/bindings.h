@@ -84,6 +84,7 @@ extern PyMethodDef mp_tensor_matmul_methods[];
 extern PyMethodDef mp_tensor_data_functions[];    /* tensor_data.c: _set_data */
 extern PyMethodDef mp_optim_functions[];         /* optim_bind.c: scaler + fused optimizers */
 extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
+extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */
 extern PyType_Slot mp_tensor_number_slots[];
 /* ops_bind.c: a tensor for a Python operand (tensor, or number -> wrapped scalar *owned);
  * 0 ok, 1 not an operand (no exception), -1 error */
