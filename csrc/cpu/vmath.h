@@ -4,7 +4,8 @@
  * the per-element math is one definition (vmath_body.h) instantiated per lane type, and the
  * reductions use the same fixed order on every level (below). Accuracy per function is
  * listed in vmath_body.h; none of this is libm, so results do not depend on the C library.
- * Pointers may be unaligned; y may equal x (in place) but must not otherwise overlap it. */
+ * (The one exception: which payload a sum of two different NaNs keeps.) Pointers may be
+ * unaligned; y may equal x (in place) but must not otherwise overlap it. */
 #ifndef MP_CPU_VMATH_H
 #define MP_CPU_VMATH_H
 
