@@ -222,6 +222,8 @@ def _cat(*args: Any, **kwargs: Any) -> Any:
     """_cat(tensors, dim, stack)"""
 def _check_cast_exhaustive(*args: Any, **kwargs: Any) -> Any:
     """Test hook: one ISA level's cast vs scalar on every input pattern"""
+def _check_vmath(*args: Any, **kwargs: Any) -> Any:
+    """Test hook: a vector math kernel vs scalar and a float64 reference over fp32 inputs"""
 def _clamp(*args: Any, **kwargs: Any) -> Any:
     """_clamp(input, min or None, max or None)"""
 def _clear_autocast_cache(*args: Any, **kwargs: Any) -> Any:
@@ -312,6 +314,8 @@ def _softmax(*args: Any, **kwargs: Any) -> Any:
     """_softmax(input, dim, log, dtype)"""
 def _supported_isas(*args: Any, **kwargs: Any) -> Any:
     """All ISA levels this CPU can run"""
+def _vmath_with_isa(*args: Any, **kwargs: Any) -> Any:
+    """Test hook: one vector math kernel of one ISA level on a float32 tensor"""
 def _where(*args: Any, **kwargs: Any) -> Any:
     """_where(condition, input, other)"""
 def get_num_threads(*args: Any, **kwargs: Any) -> Any:

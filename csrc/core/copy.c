@@ -156,15 +156,33 @@ mp_status mp_tensor_copy_(mp_tensor *dst, mp_tensor *src)
 typedef struct {
     char pattern[8];   /* the value encoded once in the tensor's dtype */
     size_t size;
+    int zero;          /* every byte of the pattern is 0 */
 } fill_ctx;
+
+/* Stores of a constant size (a memcpy call of a run-time size per element cost ~4 ns: 4 ms
+ * to zero a 1M-element gradient; a fixed-size memcpy is one move, alignment-safe for
+ * external buffers); memset when the run is dense and all zero. */
+#define FILL_LOOP(type)                                                        \
+    do {                                                                       \
+        type v;                                                                \
+        memcpy(&v, c->pattern, sizeof v);                                      \
+        for (int64_t i = 0; i < n; i++)                                        \
+            memcpy(ptrs[0] + i * strides[0] * (int64_t)sizeof v, &v, sizeof v); \
+    } while (0)
 
 static void fill_run(char **ptrs, const int64_t *strides, int64_t n, void *ctx)
 {
     const fill_ctx *c = ctx;
-    int64_t step = strides[0] * (int64_t)c->size;
-    char *d = ptrs[0];
-    for (int64_t i = 0; i < n; i++, d += step)
-        memcpy(d, c->pattern, c->size);
+    if (strides[0] == 1 && c->zero) {
+        memset(ptrs[0], 0, (size_t)n * c->size);
+        return;
+    }
+    switch (c->size) {
+    case 8: FILL_LOOP(uint64_t); break;
+    case 4: FILL_LOOP(uint32_t); break;
+    case 2: FILL_LOOP(uint16_t); break;
+    default: FILL_LOOP(uint8_t); break;
+    }
 }
 
 mp_status mp_tensor_fill_(mp_tensor *t, mp_scalar value)
@@ -173,6 +191,8 @@ mp_status mp_tensor_fill_(mp_tensor *t, mp_scalar value)
     ctx.size = mp_dtype_size(t->dtype);
     memset(ctx.pattern, 0, sizeof ctx.pattern);
     mp_store_scalar(t->dtype, ctx.pattern, value);
+    static const char zeros[sizeof ctx.pattern];
+    ctx.zero = memcmp(ctx.pattern, zeros, sizeof zeros) == 0;
     mp_iter it;
     mp_iter_init(&it, &t, 1);
     mp_iter_run(&it, fill_run, &ctx);

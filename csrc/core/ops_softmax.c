@@ -1,26 +1,30 @@
 /* ops_softmax.c - softmax and log_softmax along one dim, and their backward. Each row along
- * the dim (rows.h) is processed in fp32: subtract the row max, exponentiate, sum in double.
- * A NaN anywhere in a row makes the whole row NaN, as torch; the output has the input dtype. */
+ * the dim (rows.h) is processed in fp32 with the CPU's vector kernels (cpu/vmath.h): the row
+ * max, exponentiate and sum (in double) in one pass, then scale or subtract; the results are
+ * the same on every ISA level. A NaN anywhere in a row makes the whole row NaN, as torch; the
+ * output has the input dtype. */
 #include <math.h>
 
+#include "../cpu/dispatch.h"
 #include "ops.h"
 #include "rows.h"
 #include "view.h"
 
+typedef struct {
+    int log_form;
+    const mp_vmath *vm;
+} softmax_ctx;
+
 static void softmax_row(const float *const *in, float *out, int64_t len, int64_t row,
-                        void *ctx)
+                        void *vctx)
 {
     (void)row;
-    int log_form = *(const int *)ctx;
+    const softmax_ctx *c = vctx;
     const float *x = in[0];
-    float m = -INFINITY;
-    for (int64_t i = 0; i < len; i++)
-        if (x[i] > m)
-            m = x[i];
-    for (int64_t i = 0; i < len; i++)
-        out[i] = expf(x[i] - m);
-    double s = mp_sum_f32(out, len);
-    if (log_form) {
+    float m = c->vm->max(x, (size_t)len);
+    /* a NaN is passed over by max but makes e^(NaN - m), hence the sum, NaN */
+    double s = c->vm->exp_sum(x, m, out, (size_t)len);
+    if (c->log_form) {
         float ls = (float)log(s);
         for (int64_t i = 0; i < len; i++)
             out[i] = (x[i] - m) - ls;
@@ -33,21 +37,20 @@ static void softmax_row(const float *const *in, float *out, int64_t len, int64_t
 
 /* softmax: dx = y * (g - sum(g * y)); log_softmax: dx = g - exp(y) * sum(g) */
 static void softmax_grad_row(const float *const *in, float *out, int64_t len, int64_t row,
-                             void *ctx)
+                             void *vctx)
 {
     (void)row;
-    int log_form = *(const int *)ctx;
+    const softmax_ctx *c = vctx;
     const float *g = in[0], *y = in[1];
-    double s = 0.0;
-    if (log_form) {
-        s = mp_sum_f32(g, len);
+    if (c->log_form) {
+        float s = (float)c->vm->sum(g, (size_t)len);
+        c->vm->map[MP_VM_EXP](y, out, (size_t)len);
         for (int64_t i = 0; i < len; i++)
-            out[i] = g[i] - expf(y[i]) * (float)s;
+            out[i] = g[i] - out[i] * s;
     } else {
+        float s = (float)c->vm->dot(g, y, (size_t)len);
         for (int64_t i = 0; i < len; i++)
-            s += (double)g[i] * y[i];
-        for (int64_t i = 0; i < len; i++)
-            out[i] = y[i] * (g[i] - (float)s);
+            out[i] = y[i] * (g[i] - s);
     }
 }
 
@@ -56,10 +59,10 @@ static mp_status softmax_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     mp_tensor *y = mp_node_saved(n, 0);
     if (!y)
         return MP_ERR_RUNTIME;
-    int log_form = (int)n->iargs[1];
+    softmax_ctx c = {(int)n->iargs[1], &mp_cpu()->vm};
     mp_tensor *ins[2] = {gout[0], y};
     mp_dtype dt = mp_dtype_is_float(gout[0]->dtype) ? gout[0]->dtype : MP_DTYPE_FLOAT32;
-    return mp_rows_map(ins, 2, (int)n->iargs[0], dt, softmax_grad_row, &log_form, &gin[0]);
+    return mp_rows_map(ins, 2, (int)n->iargs[0], dt, softmax_grad_row, &c, &gin[0]);
 }
 
 mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out)
@@ -75,7 +78,8 @@ mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out)
         return st;
     if (a->ndim == 0)
         d = 0;
-    st = mp_rows_map(&a, 1, d, a->dtype, softmax_row, &log_form, out);
+    softmax_ctx c = {log_form, &mp_cpu()->vm};
+    st = mp_rows_map(&a, 1, d, a->dtype, softmax_row, &c, out);
     mp_node *node = NULL;
     if (st == MP_OK)
         st = mp_autograd_record(log_form ? "LogSoftmaxBackward0" : "SoftmaxBackward0",

@@ -1,9 +1,12 @@
 /* ops_unary.c - one-input pointwise ops (neg, relu, gelu, gelu-tanh, silu, sigmoid, tanh, exp,
- * log, sqrt, rsqrt, abs) and their backward. Per-element math is csrc/shared/mp_math.h; the
+ * log, sqrt, rsqrt, abs) and their backward. The transcendental ones (and the derivatives of
+ * gelu, gelu-tanh, silu) run on the CPU's vector math kernels (cpu/vmath.h), which give the
+ * same bits on every ISA level; the rest is per-element math from csrc/shared/mp_math.h. The
  * backward multiplies the incoming gradient by the derivative at the saved input (or output,
  * where that is cheaper: sigmoid, tanh, exp, sqrt, rsqrt). */
 #include <math.h>
 
+#include "../cpu/dispatch.h"
 #include "../shared/mp_math.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -12,35 +15,41 @@ typedef float (*f1)(float);
 
 static float neg_f(float x) { return -x; }
 static float abs_f(float x) { return fabsf(x); }
-static float tanh_f(float x) { return tanhf(x); }
-static float exp_f(float x) { return expf(x); }
-static float log_f(float x) { return logf(x); }
 static float sqrt_f(float x) { return sqrtf(x); }
 static float rsqrt_f(float x) { return 1.0f / sqrtf(x); }
 
+#define NO_VM -1
+
 static const struct {
     const char *name, *bw_name;
-    f1 fn;
+    f1 fn;               /* per-element forward, when there is no vector kernel */
     int float_only;      /* integer inputs give float32 results */
     int save_output;     /* the derivative is a function of the output */
+    int vm, vm_grad;     /* vector kernels (mp_vm_map_kind) replacing fn / deriv, or NO_VM */
 } ops[MP_UN_COUNT] = {
-    [MP_UN_NEG] = {"neg", "NegBackward0", neg_f, 0, 0},
-    [MP_UN_RELU] = {"relu", "ReluBackward0", mp_relu, 0, 0},
-    [MP_UN_GELU] = {"gelu", "GeluBackward0", mp_gelu, 1, 0},
-    [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", mp_gelu_tanh, 1, 0},
-    [MP_UN_SILU] = {"silu", "SiluBackward0", mp_silu, 1, 0},
-    [MP_UN_SIGMOID] = {"sigmoid", "SigmoidBackward0", mp_sigmoid, 1, 1},
-    [MP_UN_TANH] = {"tanh", "TanhBackward0", tanh_f, 1, 1},
-    [MP_UN_EXP] = {"exp", "ExpBackward0", exp_f, 1, 1},
-    [MP_UN_LOG] = {"log", "LogBackward0", log_f, 1, 0},
-    [MP_UN_SQRT] = {"sqrt", "SqrtBackward0", sqrt_f, 1, 1},
-    [MP_UN_RSQRT] = {"rsqrt", "RsqrtBackward0", rsqrt_f, 1, 1},
-    [MP_UN_ABS] = {"abs", "AbsBackward0", abs_f, 0, 0},
+    [MP_UN_NEG] = {"neg", "NegBackward0", neg_f, 0, 0, NO_VM, NO_VM},
+    [MP_UN_RELU] = {"relu", "ReluBackward0", mp_relu, 0, 0, NO_VM, NO_VM},
+    [MP_UN_GELU] = {"gelu", "GeluBackward0", NULL, 1, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
+    [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", NULL, 1, 0, MP_VM_GELU_TANH,
+                         MP_VM_GELU_TANH_GRAD},
+    [MP_UN_SILU] = {"silu", "SiluBackward0", NULL, 1, 0, MP_VM_SILU, MP_VM_SILU_GRAD},
+    [MP_UN_SIGMOID] = {"sigmoid", "SigmoidBackward0", NULL, 1, 1, MP_VM_SIGMOID, NO_VM},
+    [MP_UN_TANH] = {"tanh", "TanhBackward0", NULL, 1, 1, MP_VM_TANH, NO_VM},
+    [MP_UN_EXP] = {"exp", "ExpBackward0", NULL, 1, 1, MP_VM_EXP, NO_VM},
+    [MP_UN_LOG] = {"log", "LogBackward0", NULL, 1, 0, MP_VM_LOG, NO_VM},
+    [MP_UN_SQRT] = {"sqrt", "SqrtBackward0", sqrt_f, 1, 1, NO_VM, NO_VM},
+    [MP_UN_RSQRT] = {"rsqrt", "RsqrtBackward0", rsqrt_f, 1, 1, NO_VM, NO_VM},
+    [MP_UN_ABS] = {"abs", "AbsBackward0", abs_f, 0, 0, NO_VM, NO_VM},
 };
 
 static void fwd_map(const float *const *in, float *out, int64_t n, const double *args)
 {
-    f1 fn = ops[(int)args[0]].fn;
+    int op = (int)args[0];
+    if (ops[op].vm != NO_VM) {
+        mp_cpu()->vm.map[ops[op].vm](in[0], out, (size_t)n);
+        return;
+    }
+    f1 fn = ops[op].fn;
     for (int64_t i = 0; i < n; i++)
         out[i] = fn(in[0][i]);
 }
@@ -78,6 +87,12 @@ static void bwd_map(const float *const *in, float *out, int64_t n, const double 
 {
     int op = (int)args[0];
     const float *g = in[0], *v = in[1];
+    if (ops[op].vm_grad != NO_VM && out != g) {     /* out is a fresh tensor or a buffer */
+        mp_cpu()->vm.map[ops[op].vm_grad](v, out, (size_t)n);
+        for (int64_t i = 0; i < n; i++)
+            out[i] = g[i] * out[i];
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         out[i] = g[i] * deriv(op, v[i]);
 }

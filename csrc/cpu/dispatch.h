@@ -5,6 +5,7 @@
 #define MP_CPU_DISPATCH_H
 
 #include "../shared/mp_half.h"
+#include "vmath.h"
 
 typedef enum {
     MP_ISA_SCALAR = 0,     /* portable C, the oracle every vector kernel is tested against */
@@ -20,6 +21,7 @@ typedef struct {
     void (*f16_to_f32)(const mp_half *src, float *dst, size_t n);
     void (*f32_to_bf16)(const float *src, mp_bf16 *dst, size_t n);
     void (*bf16_to_f32)(const mp_bf16 *src, float *dst, size_t n);
+    mp_vmath vm;           /* exp, log, activations, row reductions (vmath.h) */
 } mp_cpu_kernels;
 
 /* The active table (detected level, lowered by MPAMP_CPU_ISA). Never NULL. */
@@ -32,7 +34,8 @@ const char *mp_isa_name(mp_isa isa);
 /* Parses "scalar", "avx2", "avx512", "avx512bf16"; returns -1 when unknown. */
 int mp_isa_from_name(const char *name);
 
-/* Per-ISA tables, defined in cast_<isa>.c (the vector ones only on x86-64). */
+/* Per-ISA cast tables, defined in cast_<isa>.c (the vector ones only on x86-64); the vm part
+ * is filled by dispatch.c from vmath_<isa>.c. */
 void mp_cpu_fill_scalar(mp_cpu_kernels *k);
 void mp_cpu_fill_avx2(mp_cpu_kernels *k);
 void mp_cpu_fill_avx512(mp_cpu_kernels *k);

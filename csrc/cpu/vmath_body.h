@@ -1,0 +1,278 @@
+/* vmath_body.h - the one definition of the vector math functions (vmath.h), written over a
+ * lane type: included by vmath_scalar.c (one float per "vector") and vmath_avx2.c (__m256)
+ * after they define the primitives below. Every function is a fixed sequence of IEEE
+ * single-precision operations - no FMA, no table lookups, no data-dependent branches - so the
+ * scalar and the vector instantiations give the same bits for every input (vmath_check.c
+ * checks it), whatever the ISA the process runs on.
+ *
+ * Primitives the includer defines (vf: floats, vi: int32, vm: lane mask):
+ *   vf_set vi_set; vf_add vf_sub vf_mul vf_div; vf_and vf_or (bitwise on floats);
+ *   vf_min(a, b) = a < b ? a : b, vf_max(a, b) = a > b ? a : b (MINPS/MAXPS: b on NaN);
+ *   vm_lt vm_gt vm_eq (ordered, false on NaN), vm_nan; vf_sel(m, a, b) = m ? a : b;
+ *   vi_of/vf_of (bit casts); vi_add vi_sub vi_and vi_or; vi_sra vi_sll (by a constant);
+ *   vf_cvt (int32 -> float, exact for the small values used here); vi_mask(m) = m ? -1 : 0.
+ * Errors quoted below are maxima against a float64 reference measured by vmath_check.c, over
+ * all 2^32 inputs for exp and every 16th block of 64Ki inputs for the others (268M each);
+ * tests/test_vmath.py keeps them. */
+#ifndef MP_CPU_VMATH_BODY_H
+#define MP_CPU_VMATH_BODY_H
+
+#define VM_LOG2E 1.44269504088896341f
+#define VM_LN2_HI 0.693359375f          /* 355/512: k * VM_LN2_HI is exact for |k| < 2^15 */
+#define VM_LN2_LO -2.12194440e-4f       /* ln 2 - VM_LN2_HI */
+#define VM_ROUND 12582912.0f            /* 0x1.8p23: x + it rounds x to an integer, which then
+                                         * sits in the low mantissa bits (0x4b400000 + k) */
+#define VM_ROUND_BITS 0x4b400000
+#define VM_SQRT1_2 0.70710678118654752440f
+#define VM_SQRT2_PI 0.79788456080286535588f   /* sqrt(2/pi) */
+#define VM_INV_SQRT_2PI 0.39894228040143267794f
+#define VM_SIGN INT32_MIN
+#define VM_ABS INT32_MAX
+
+static inline vf vm_abs(vf x) { return vf_and(x, vf_of(vi_set(VM_ABS))); }
+static inline vf vm_neg_abs(vf x) { return vf_or(x, vf_of(vi_set(VM_SIGN))); }
+static inline vf vm_sign(vf x) { return vf_and(x, vf_of(vi_set(VM_SIGN))); }
+
+/* NaN inputs return x + x (the input, quieted), explicitly, so that the NaN's bits do not
+ * depend on which operand order a compiler picked on the way. */
+static inline vf vm_nan_fix(vf x, vf y) { return vf_sel(vm_nan(x), vf_add(x, x), y); }
+
+/* e^(xh + xl), xh already clamped to [-110, 89], |xl| < 0.2 (0 when !with_lo; the flag is a
+ * constant after inlining). Cephes' expf scheme: k = round((xh + xl) / ln 2),
+ * r = xh - k ln2 (two-part ln 2, the first product exact and the difference exact by Sterbenz)
+ * + xl, e^r = 1 + r + r^2 P(r) on |r| <= ln2 / 2, times 2^k as two power-of-two factors so
+ * that results down to the subnormals round once and 2^128 overflows to inf. */
+static inline vf vm_exp_core(vf xh, vf xl, int with_lo)
+{
+    vf t = vf_add(vf_mul(with_lo ? vf_add(xh, xl) : xh, vf_set(VM_LOG2E)), vf_set(VM_ROUND));
+    vf k = vf_sub(t, vf_set(VM_ROUND));
+    vi ki = vi_sub(vi_of(t), vi_set(VM_ROUND_BITS));
+    vf r = vf_sub(vf_sub(xh, vf_mul(k, vf_set(VM_LN2_HI))), vf_mul(k, vf_set(VM_LN2_LO)));
+    if (with_lo)
+        r = vf_add(r, xl);
+    vf q = vf_set(1.9875691500e-4f);
+    q = vf_add(vf_mul(q, r), vf_set(1.3981999507e-3f));
+    q = vf_add(vf_mul(q, r), vf_set(8.3334519073e-3f));
+    q = vf_add(vf_mul(q, r), vf_set(4.1665795894e-2f));
+    q = vf_add(vf_mul(q, r), vf_set(1.6666665459e-1f));
+    q = vf_add(vf_mul(q, r), vf_set(5.0000001201e-1f));
+    vf p = vf_add(vf_add(vf_mul(q, vf_mul(r, r)), r), vf_set(1.0f));
+    vi k1 = vi_sra(ki, 1), k2 = vi_sub(ki, k1);          /* k in [-159, 128] */
+    vf s1 = vf_of(vi_sll(vi_add(k1, vi_set(127)), 23));
+    vf s2 = vf_of(vi_sll(vi_add(k2, vi_set(127)), 23));
+    return vf_mul(vf_mul(p, s1), s2);
+}
+
+/* e^x: < 1 ulp (0.990; subnormal results 0.75); x > 88.7228 -> inf, x < -103.973 -> 0,
+ * -inf -> 0, NaN -> NaN. */
+static inline vf vm_exp(vf x)
+{
+    /* a NaN x becomes 89 here (MINPS semantics) and is put back by vm_nan_fix */
+    vf xc = vf_max(vf_min(x, vf_set(89.0f)), vf_set(-110.0f));
+    return vm_nan_fix(x, vm_exp_core(xc, xc, 0));
+}
+
+/* e^(-x^2 / 2) for x >= 0 with x^2 / 2 carried as hi + lo (hi from the top 12 bits of x, so
+ * hi^2 is exact): a rounded x^2 / 2 near 100 would cost ~50 ulp. */
+static inline vf vm_exp_neg_half_sq(vf a)
+{
+    vf ac = vf_min(a, vf_set(20.0f));                    /* e^-200 is 0 anyway; no inf - inf */
+    vf hi = vf_and(ac, vf_of(vi_set((int32_t)0xfffff000u)));
+    vf lo = vf_sub(ac, hi);
+    vf hh = vf_mul(vf_mul(hi, hi), vf_set(0.5f));
+    vf corr = vf_mul(lo, vf_add(hi, vf_mul(lo, vf_set(0.5f))));
+    vf xh = vf_max(vf_sub(vf_set(0.0f), hh), vf_set(-110.0f));
+    return vm_exp_core(xh, vf_sub(vf_set(0.0f), corr), 1);
+}
+
+/* ln x: < 1 ulp (0.78); x = m 2^e with m in (sqrt(1/2), sqrt(2)], ln(1 + f) = f - f^2/2 + f^3 P(f)
+ * (Cephes' logf). Subnormals are scaled by 2^23 first; +0/-0 -> -inf, x < 0 -> NaN,
+ * +inf -> +inf. */
+static inline vf vm_log(vf x)
+{
+    vm sub = vm_lt(x, vf_set(1.17549435e-38f));
+    vf xs = vf_sel(sub, vf_mul(x, vf_set(8388608.0f)), x);
+    vi bits = vi_of(xs);
+    vi e = vi_sub(vi_sra(bits, 23), vi_set(127));
+    vf m = vf_of(vi_or(vi_and(bits, vi_set(0x007fffff)), vi_set(0x3f800000)));   /* [1, 2) */
+    vm big = vm_gt(m, vf_set(1.41421356f));
+    vf f = vf_sel(big, vf_sub(vf_mul(m, vf_set(0.5f)), vf_set(1.0f)), vf_sub(m, vf_set(1.0f)));
+    e = vi_sub(e, vi_mask(big));                                     /* + 1 */
+    e = vi_sub(e, vi_and(vi_mask(sub), vi_set(23)));
+    vf fe = vf_cvt(e);
+    vf z = vf_mul(f, f);
+    vf y = vf_set(7.0376836292e-2f);
+    y = vf_add(vf_mul(y, f), vf_set(-1.1514610310e-1f));
+    y = vf_add(vf_mul(y, f), vf_set(1.1676998740e-1f));
+    y = vf_add(vf_mul(y, f), vf_set(-1.2420140846e-1f));
+    y = vf_add(vf_mul(y, f), vf_set(1.4249322787e-1f));
+    y = vf_add(vf_mul(y, f), vf_set(-1.6668057665e-1f));
+    y = vf_add(vf_mul(y, f), vf_set(2.0000714765e-1f));
+    y = vf_add(vf_mul(y, f), vf_set(-2.4999993993e-1f));
+    y = vf_add(vf_mul(y, f), vf_set(3.3333331174e-1f));
+    y = vf_mul(vf_mul(y, f), z);
+    y = vf_add(y, vf_mul(fe, vf_set(VM_LN2_LO)));
+    y = vf_add(y, vf_mul(z, vf_set(-0.5f)));
+    vf r = vf_add(vf_add(f, y), vf_mul(fe, vf_set(VM_LN2_HI)));
+    r = vf_sel(vm_gt(x, vf_set(3.40282347e38f)), x, r);                       /* +inf */
+    r = vf_sel(vm_eq(x, vf_set(0.0f)), vf_of(vi_set((int32_t)0xff800000u)), r);   /* -inf */
+    r = vf_sel(vm_lt(x, vf_set(0.0f)), vf_of(vi_set(0x7fc00000)), r);              /* NaN */
+    return vm_nan_fix(x, r);
+}
+
+/* The two halves of the logistic function at v, without cancellation: with e = e^-|v| and
+ * d = 1 + e, sigmoid(v) = (v < 0 ? e : 1) / d and sigmoid(-v) = (v < 0 ? 1 : e) / d. */
+typedef struct {
+    vf e, d;
+    vm neg;
+} vm_logistic;
+
+static inline vm_logistic vm_logistic_of(vf v)
+{
+    vm_logistic l;
+    l.e = vm_exp(vm_neg_abs(v));
+    l.d = vf_add(vf_set(1.0f), l.e);
+    l.neg = vm_lt(v, vf_set(0.0f));
+    return l;
+}
+
+static inline vf vm_logistic_pos(vm_logistic l)
+{
+    return vf_div(vf_sel(l.neg, l.e, vf_set(1.0f)), l.d);
+}
+
+static inline vf vm_logistic_neg(vm_logistic l)
+{
+    return vf_div(vf_sel(l.neg, vf_set(1.0f), l.e), l.d);
+}
+
+/* 1 / (1 + e^-x): <= 2.3 ulp, tiny results included (e^x / (1 + e^x) for x < 0). */
+static inline vf vm_sigmoid(vf x)
+{
+    return vm_nan_fix(x, vm_logistic_pos(vm_logistic_of(x)));
+}
+
+/* x * sigmoid(x), as x / (1 + e^-x) for x >= 0 and x e^x / (1 + e^x) below: <= 3 ulp while
+ * e^x is normal (x > -87.3), <= 4.3 below (then e^x has lost bits). -inf -> NaN, as torch. */
+static inline vf vm_silu(vf x)
+{
+    vm_logistic l = vm_logistic_of(x);
+    return vm_nan_fix(x, vf_div(vf_sel(l.neg, vf_mul(x, l.e), x), l.d));
+}
+
+/* sigmoid(x) (1 + x (1 - sigmoid(x))), with 1 - sigmoid(x) = sigmoid(-x) computed directly. */
+static inline vf vm_silu_grad(vf x)
+{
+    vm_logistic l = vm_logistic_of(x);
+    vf s = vm_logistic_pos(l), sc = vm_logistic_neg(l);
+    return vm_nan_fix(x, vf_mul(s, vf_add(vf_set(1.0f), vf_mul(x, sc))));
+}
+
+/* tanh x: <= 1.4 ulp. |x| < 0.625: x + x^3 P(x^2) (Cephes' tanhf); above: 1 - 2 / (e^2|x| + 1).
+ * Computed on |x| with the sign put back, so tanh(-0) = -0. */
+static inline vf vm_tanh(vf x)
+{
+    vf a = vm_abs(x);
+    vf z = vf_mul(a, a);
+    vf p = vf_set(-5.70498872745e-3f);
+    p = vf_add(vf_mul(p, z), vf_set(2.06390887954e-2f));
+    p = vf_add(vf_mul(p, z), vf_set(-5.37397155531e-2f));
+    p = vf_add(vf_mul(p, z), vf_set(1.33314422036e-1f));
+    p = vf_add(vf_mul(p, z), vf_set(-3.33332819422e-1f));
+    vf small = vf_add(vf_mul(vf_mul(p, z), a), a);
+    vf e = vm_exp(vf_add(a, a));
+    vf large = vf_sub(vf_set(1.0f), vf_div(vf_set(2.0f), vf_add(e, vf_set(1.0f))));
+    vf r = vf_sel(vm_lt(a, vf_set(0.625f)), small, large);
+    return vm_nan_fix(x, vf_or(r, vm_sign(x)));
+}
+
+/* erfc a = e^-a^2 S(1/a) / a for a >= 0.875, S a polynomial in 1/a - mid fitted (relative
+ * error) on two pieces, a < 2.25 and a in [2.25, 10.6] (above, e^-a^2 underflows); highest
+ * degree first. */
+#define VM_ERFC_TERMS 9
+static const float vm_erfc_near[VM_ERFC_TERMS] = {
+    0.0112425918f, 0.000148476625f, -0.0183000956f, 0.0333307497f, -0.0426958874f,
+    0.032158751f, 0.0240761917f, -0.167177573f, 0.460839123f};
+static const float vm_erfc_far[VM_ERFC_TERMS] = {
+    -0.168731332f, -0.105752997f, 0.366311193f, -0.227831066f, -0.0516275205f,
+    0.216383487f, -0.155103788f, -0.12570776f, 0.545620024f};
+
+/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF, given e2 = e^(-x^2 / 2).
+ * With z = x / sqrt 2: |z| < 0.875: erf z = z + z Q(z^2); above, (erfc |z|) / 2 or 1 minus it,
+ * so the lower tail keeps its relative accuracy instead of cancelling in 1 + erf. */
+static inline vf vm_phi(vf x, vf e2)
+{
+    vf z = vf_mul(x, vf_set(VM_SQRT1_2));
+    vf a = vm_abs(z);
+    vf zz = vf_mul(z, z);
+    vf q = vf_set(8.7140601e-05f);
+    q = vf_add(vf_mul(q, zz), vf_set(-0.000822051836f));
+    q = vf_add(vf_mul(q, zz), vf_set(0.00520762149f));
+    q = vf_add(vf_mul(q, zz), vf_set(-0.0268619694f));
+    q = vf_add(vf_mul(q, zz), vf_set(0.112837411f));
+    q = vf_add(vf_mul(q, zz), vf_set(-0.376126379f));
+    q = vf_add(vf_mul(q, zz), vf_set(0.128379166f));
+    vf erf_small = vf_add(z, vf_mul(z, q));
+    vf small = vf_mul(vf_add(vf_set(1.0f), erf_small), vf_set(0.5f));
+    vm near = vm_lt(a, vf_set(2.25f));
+    vf inv = vf_div(vf_set(1.0f), a);
+    vf t = vf_sub(inv, vf_sel(near, vf_set(0.793650806f), vf_set(0.269392043f)));
+    vf s = vf_sel(near, vf_set(vm_erfc_near[0]), vf_set(vm_erfc_far[0]));
+    for (int k = 1; k < VM_ERFC_TERMS; k++)
+        s = vf_add(vf_mul(s, t), vf_sel(near, vf_set(vm_erfc_near[k]), vf_set(vm_erfc_far[k])));
+    vf half_erfc = vf_mul(vf_mul(vf_mul(e2, s), inv), vf_set(0.5f));
+    vf large = vf_sel(vm_lt(x, vf_set(0.0f)), half_erfc, vf_sub(vf_set(1.0f), half_erfc));
+    return vf_sel(vm_lt(a, vf_set(0.875f)), small, large);
+}
+
+/* exact GELU x Phi(x): <= 4 ulp while Phi(x) is normal (x > -13.2), <= 8 below; the lower
+ * tail keeps its relative accuracy, unlike 0.5 x (1 + erf(x / sqrt 2)) evaluated as written
+ * (torch's form). gelu(-inf) = NaN, as torch. */
+static inline vf vm_gelu(vf x)
+{
+    vf e2 = vm_exp_neg_half_sq(vm_abs(x));
+    return vm_nan_fix(x, vf_mul(x, vm_phi(x, e2)));
+}
+
+/* Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi): <= 4 ulp of the larger term (the
+ * derivatives cross zero, where no relative bound is possible). */
+static inline vf vm_gelu_grad(vf x)
+{
+    vf e2 = vm_exp_neg_half_sq(vm_abs(x));
+    vf pdf = vf_mul(e2, vf_set(VM_INV_SQRT_2PI));
+    return vm_nan_fix(x, vf_add(vm_phi(x, e2), vf_mul(x, pdf)));
+}
+
+/* sqrt(2/pi) (x + 0.044715 x^3), in mp_gelu_tanh's operation order */
+static inline vf vm_gelu_inner(vf x)
+{
+    vf c = vf_mul(vf_mul(vf_mul(vf_set(0.044715f), x), x), x);
+    return vf_mul(vf_set(VM_SQRT2_PI), vf_add(x, c));
+}
+
+/* 0.5 x (1 + tanh u) = x sigmoid(2u): no cancellation for x < 0; <= 4 ulp from the fp32 u
+ * (whose own rounding, as in torch, is amplified ~2|u| times in the lower tail). */
+static inline vf vm_gelu_tanh(vf x)
+{
+    vf u = vm_gelu_inner(x);
+    return vm_nan_fix(x, vf_mul(x, vm_logistic_pos(vm_logistic_of(vf_add(u, u)))));
+}
+
+/* 0.5 (1 + t) + 0.5 x (1 - t^2) u' with 1 + t = 2 s, 1 - t = 2 s' (s = sigmoid(2u),
+ * s' = sigmoid(-2u)): s + 2 x s s' u'. */
+static inline vf vm_gelu_tanh_grad(vf x)
+{
+    vf u = vm_gelu_inner(x);
+    vm_logistic l = vm_logistic_of(vf_add(u, u));
+    vf s = vm_logistic_pos(l), sc = vm_logistic_neg(l);
+    /* beyond |x| = 20, s s' is 0; clamping keeps x^2 finite there (0 * inf would be NaN) */
+    vf xc = vf_max(vf_min(x, vf_set(20.0f)), vf_set(-20.0f));
+    vf du = vf_mul(vf_set(VM_SQRT2_PI),
+                   vf_add(vf_set(1.0f), vf_mul(vf_mul(vf_set(3.0f * 0.044715f), xc), xc)));
+    vf t = vf_mul(vf_mul(vf_mul(vf_mul(vf_set(2.0f), xc), s), sc), du);
+    vf r = vf_sel(vm_gt(vm_abs(x), vf_set(3.40282347e38f)), vf_of(vi_set(0x7fc00000)),
+                  vf_add(s, t));                        /* +-inf: NaN, as torch */
+    return vm_nan_fix(x, r);
+}
+
+#endif
