@@ -73,6 +73,10 @@ def test_check_catches_execution_and_bad_errors(monkeypatch):
         load_check.check(b"")
 
 
+@pytest.mark.skipif("asan" in os.environ.get("LD_PRELOAD", ""),
+                    reason="under a preloaded ASan runtime (.ci/sanitize.sh) atheris gets its "
+                           "coverage callbacks from libasan (no guidance) and hangs at exit; "
+                           "the seed and regression replays above run against that build")
 def test_short_fuzz_session(tmp_path):
     pytest.importorskip("atheris")
     corpus = tmp_path / "corpus"
