@@ -2,6 +2,7 @@
 (tests/fuzz/fuzz_load.py) found. A bad file raises RuntimeError or pickle.UnpicklingError naming
 the file, never another type, and a small file can't make the loader allocate gigabytes."""
 import io
+import os
 import pickle
 import sys
 import tracemalloc
@@ -12,7 +13,7 @@ import pytest
 import mpamp
 from mpamp.serialization import _torch_zip
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0] + "/fuzz")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuzz"))
 import load_seeds  # noqa: E402
 from load_seeds import Call, Global, archive, dumps, storage, tensor  # noqa: E402
 
