@@ -111,5 +111,5 @@ def test_compressed_checkpoints_load():
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in src.namelist():
             zf.writestr(name, src.read(name))
-    assert sorted(_load(buf.getvalue())) == ["bf16", "bool", "empty", "f16", "f32", "i64",
-                                              "scalar", "view"]
+    keys = ["bf16", "bool", "empty", "f16", "f32", "i64", "scalar", "view"]
+    assert sorted(_load(buf.getvalue())) == keys

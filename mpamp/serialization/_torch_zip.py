@@ -403,9 +403,9 @@ class _Reader:
         try:
             obj = _Unpickler(io.BytesIO(data), self).load()
         except Exception as exc:   # noqa: BLE001 - any unpickling failure is a bad file
-            if exc is self.user_error or (isinstance(exc, (pickle.UnpicklingError,
-                                                            RuntimeError))
-                                          and str(exc).startswith(f"{self.name}: ")):
+            named = isinstance(exc, (pickle.UnpicklingError, RuntimeError)) and \
+                str(exc).startswith(f"{self.name}: ")
+            if named or exc is self.user_error:
                 raise               # already says what is wrong with which file
             if isinstance(exc, pickle.UnpicklingError):
                 raise pickle.UnpicklingError(f"{self.name}: checkpoint is corrupted or "
