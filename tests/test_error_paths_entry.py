@@ -11,15 +11,20 @@ def _unscale(grads, found_inf, inv_scale):
     _C._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
 
 
-@pytest.mark.parametrize("grads,found_inf,exc,msg", [
-    ([mpamp.ones(2)], mpamp.zeros(2), RuntimeError, "found_inf must be a 1-element tensor"),
-    ([mpamp.ones(2)], mpamp.zeros(1).bfloat16(), RuntimeError, "found_inf must be a float "),
-    ([mpamp.ones(2).long()], mpamp.zeros(1), TypeError,
+# Tensors are made inside the test (lambdas here): parameters live until the interpreter exits,
+# where the sanitizer run would report their C headers as leaks.
+@pytest.mark.parametrize("args,exc,msg", [
+    (lambda: ([mpamp.ones(2)], mpamp.zeros(2)), RuntimeError,
+     "found_inf must be a 1-element tensor"),
+    (lambda: ([mpamp.ones(2)], mpamp.zeros(1).bfloat16()), RuntimeError,
+     "found_inf must be a float "),
+    (lambda: ([mpamp.ones(2).long()], mpamp.zeros(1)), TypeError,
      "scaled_grads must be floating-point tensors"),
-    ([mpamp.ones(2, 3).t()], mpamp.zeros(1), RuntimeError,
+    (lambda: ([mpamp.ones(2, 3).t()], mpamp.zeros(1)), RuntimeError,
      "one of scaled_grads was not a contiguous tensor"),
 ], ids=["found-inf-size", "found-inf-dtype", "int-grad", "strided-grad"])
-def test_unscale_checks_its_tensors(grads, found_inf, exc, msg):
+def test_unscale_checks_its_tensors(args, exc, msg):
+    grads, found_inf = args()
     with pytest.raises(exc, match=msg):
         _unscale(grads, found_inf, mpamp.ones(1))
 
