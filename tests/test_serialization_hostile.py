@@ -63,6 +63,22 @@ def test_memo_index_does_not_allocate():
     assert peak < 16 << 20
 
 
+def test_bytearray_length_does_not_allocate():
+    # BYTEARRAY8 with a length of 2**62: pickle's pure-Python unpickler allocates the declared
+    # length before reading (the fuzz target's OOM input asked for 15 GB).
+    tracemalloc.start()
+    try:
+        with pytest.raises(pickle.UnpicklingError, match=r"hostile\.pth: .*BYTEARRAY8 of "
+                                                         r"4611686018427387904 bytes runs past"):
+            _load(archive(b"\x80\x05\x96" + (2**62).to_bytes(8, "little") + b"abc."))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+    assert _load(archive(b"\x80\x05\x96\x03\x00\x00\x00\x00\x00\x00\x00abc.")) == \
+        bytearray(b"abc")
+
+
 @pytest.mark.parametrize("size,stride,numel", [
     ((2**40,), (0,), 4),                 # expanded view: 4 TiB from 16 bytes
     ((2**13, 2**13), (1, 1), 2**14),     # self-overlapping view: 256 MiB from 64 KiB

@@ -294,6 +294,18 @@ class _Unpickler(pickle._Unpickler):
     array to the largest index a PUT opcode names, so a 20-byte pickle could demand gigabytes.
     Globals come only from the allowlist; persistent ids only name storages."""
 
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def _load_bytearray8(self):
+        # pickle's own allocates the declared length before reading: 15 GB for a 20-byte pickle
+        n, = struct.unpack("<Q", self.read(8))
+        data = self.read(n)
+        if len(data) != n:
+            raise pickle.UnpicklingError(f"BYTEARRAY8 of {n} bytes runs past the end of data")
+        self.append(bytearray(data))
+
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
+
     def __init__(self, file, reader):
         super().__init__(file)
         self.reader = reader
