@@ -2,7 +2,8 @@
 
 ISA-specific files (``*_avx2.c``, ``*_avx512.c``, ``*_avx512bf16.c``) get their own target
 flags so one build runs on any x86-64; the kernel table picks a level at run time.
-MPAMP_SANITIZE=address,undefined builds with sanitizers (see README).
+MPAMP_SANITIZE=address,undefined builds with sanitizers (see README); MPAMP_COVERAGE=1 builds
+with gcov instrumentation at -O0 (tools/audit_error_paths.py).
 
 CUDA (cuda/*.cu, compiled by nvcc, linked against the static CUDA runtime):
   MPAMP_CUDA=0 never builds it; MPAMP_CUDA=1 requires it (the build stops with an error when
@@ -101,10 +102,13 @@ def cuda_lib_dir(nvcc):
 
 
 def sanitize_flags():
+    """Sanitizer flags (MPAMP_SANITIZE), then gcov's (MPAMP_COVERAGE=1): both come after
+    BASE_FLAGS, so their -O level wins."""
     kinds = os.environ.get("MPAMP_SANITIZE", "").strip()
-    if not kinds:
-        return []
-    return ["-fsanitize=" + kinds, "-fno-omit-frame-pointer", "-g", "-O1"]
+    flags = ["-fsanitize=" + kinds, "-fno-omit-frame-pointer", "-g", "-O1"] if kinds else []
+    if os.environ.get("MPAMP_COVERAGE", "") == "1":
+        flags += ["--coverage", "-O0"]      # -O0: line counts that match the source
+    return flags
 
 
 class BuildExt(build_ext):

@@ -55,7 +55,9 @@ static mp_status cat_shape(mp_tensor *const *ts, int n, int64_t dim, int64_t *sh
                                 "dimension %d. Expected size %lld but got size %lld for tensor "
                                 "number %d in the list.", *wdim, (long long)ref->shape[d],
                                 (long long)t->shape[d], i);
-        shape[*wdim] += t->shape[*wdim];
+        if (__builtin_add_overflow(shape[*wdim], t->shape[*wdim], &shape[*wdim]))
+            return mp_error(MP_ERR_RUNTIME, "cat: the result's size in dimension %d overflows "
+                            "int64", *wdim);
     }
     return MP_OK;
 }

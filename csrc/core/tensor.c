@@ -87,15 +87,30 @@ mp_status mp_shape_check(const int64_t *shape, int ndim, mp_dtype dtype, int64_t
         n *= shape[i];
     }
     *numel = has_zero ? 0 : n;
+    return has_zero ? mp_shape_check_extent(shape, ndim) : MP_OK;
+}
+
+mp_status mp_shape_check_extent(const int64_t *shape, int ndim)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (__builtin_mul_overflow(n, shape[i] > 1 ? shape[i] : 1, &n)) {
+            char buf[256];
+            mp_format_shape(buf, sizeof buf, shape, ndim);
+            return mp_error(MP_ERR_RUNTIME, "numel: integer multiplication overflow (sizes=%s)",
+                            buf);
+        }
+    }
     return MP_OK;
 }
 
 void mp_contiguous_strides(const int64_t *shape, int ndim, int64_t *strides)
 {
-    int64_t s = 1;
+    /* Unsigned, so that a shape still to be refused by mp_shape_check_extent is not UB here. */
+    uint64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
-        strides[i] = s;
-        s *= shape[i] > 1 ? shape[i] : 1;
+        strides[i] = (int64_t)s;
+        s *= shape[i] > 1 ? (uint64_t)shape[i] : 1;
     }
 }
 

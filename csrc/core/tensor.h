@@ -46,6 +46,10 @@ void mp_storage_decref(mp_storage *s);
 
 /* Checks a shape (non-negative, bounded rank, numel * itemsize representable). */
 mp_status mp_shape_check(const int64_t *shape, int ndim, mp_dtype dtype, int64_t *numel);
+/* Checks that the product of the sizes, zeros counted as 1, fits in int64: then numel,
+ * contiguous strides and index arithmetic over the shape cannot overflow, even when the
+ * tensor is empty or an expanded view. */
+mp_status mp_shape_check_extent(const int64_t *shape, int ndim);
 
 /* A new contiguous tensor with uninitialised memory. */
 mp_status mp_tensor_empty(const int64_t *shape, int ndim, mp_dtype dtype, mp_device device,

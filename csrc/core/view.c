@@ -19,6 +19,9 @@ mp_status mp_wrap_dim(int64_t dim, int ndim, int *out)
 mp_status mp_view_make(mp_tensor *t, const int64_t *shape, const int64_t *strides, int ndim,
                        int64_t offset, mp_tensor **out)
 {
+    mp_status st = mp_shape_check_extent(shape, ndim);
+    if (st != MP_OK)
+        return st;
     *out = mp_tensor_on_storage(t->storage, t->dtype, shape, strides, ndim, offset);
     return *out ? MP_OK : MP_ERR_NOMEM;
 }
@@ -65,7 +68,7 @@ mp_status mp_view_reshape(mp_tensor *t, const int64_t *shape_in, int ndim, int v
         return mp_error(MP_ERR_VALUE, "tensors may have at most %d dimensions, got %d",
                         MP_MAX_DIMS, ndim);
     int64_t numel = mp_tensor_numel(t), known = 1;
-    int infer = -1;
+    int infer = -1, overflow = 0;
     for (int i = 0; i < ndim; i++) {
         shape[i] = shape_in[i];
         if (shape[i] == -1 && infer < 0) {
@@ -75,10 +78,10 @@ mp_status mp_view_reshape(mp_tensor *t, const int64_t *shape_in, int ndim, int v
         } else if (shape[i] < 0) {
             return mp_error(MP_ERR_SHAPE, "invalid shape dimension %lld", (long long)shape[i]);
         } else {
-            known *= shape[i];
+            overflow |= __builtin_mul_overflow(known, shape[i], &known);
         }
     }
-    int bad_size = infer >= 0 ? known == 0 || numel % known != 0 : known != numel;
+    int bad_size = overflow || (infer >= 0 ? known == 0 || numel % known != 0 : known != numel);
     if (bad_size) {
         mp_format_shape(a, sizeof a, shape_in, ndim);      /* only on the error path */
         mp_format_shape(b, sizeof b, t->shape, t->ndim);

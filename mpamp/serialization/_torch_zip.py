@@ -11,6 +11,7 @@ file can run code. torch is never imported.
 import codecs
 import collections
 import io
+import math
 import os
 import pickle
 import struct
@@ -31,6 +32,10 @@ _STORAGE_TO_DTYPE = {v[0]: k for k, v in DTYPES.items()}
 _CONVERTED = {"DoubleStorage": ("<f8", "float32"), "IntStorage": ("<i4", "int64"),
               "ShortStorage": ("<i2", "int64"), "CharStorage": ("i1", "int64"),
               "ByteStorage": ("u1", "int64")}
+# Tensors are copied out of their storages on load, so overlapping or expanded (stride 0) views,
+# or many tensors over one storage, could ask for far more memory than the file holds. A load
+# may build at most twice the elements its storages hold, plus this many.
+_EXPANSION_SLACK = 1 << 24
 _SAVE_TYPES = "tensors, numbers, strings, bytes, None, dtypes, devices and dicts/lists/tuples"
 
 
@@ -252,6 +257,7 @@ class _Storage:
                 raise self.reader.corrupted(f"storage {self.key} has {len(raw)} bytes, "
                                             f"expected {self.numel * np_dtype.itemsize}")
             arr = np.frombuffer(raw, dtype=np_dtype)
+            self.reader.stored_elements += self.numel
             if self.reader.byteorder != sys.byteorder and np_dtype.itemsize > 1:
                 arr = arr.byteswap()
             self._array = arr
@@ -262,7 +268,9 @@ class _Storage:
         size, stride = tuple(size), tuple(stride)
         if len(size) != len(stride) or offset < 0 or any(n < 0 for n in size) or \
                 any(s < 0 for s in stride):
-            raise self.reader.corrupted(f"bad tensor geometry {size} / {stride}")
+            raise self.reader.corrupted(f"bad tensor geometry {size} / {stride} at offset "
+                                        f"{offset}")
+        self.reader.spend(math.prod(size))
         if all(size):
             last = offset + sum((n - 1) * s for n, s in zip(size, stride))
             if last >= self.numel:
@@ -281,7 +289,23 @@ class _Storage:
         return self.reader.place(t, self.location)
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(pickle._Unpickler):
+    """The pure-Python unpickler (as torch's weights-only loader uses): the C one grows its memo
+    array to the largest index a PUT opcode names, so a 20-byte pickle could demand gigabytes.
+    Globals come only from the allowlist; persistent ids only name storages."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+
+    def _load_bytearray8(self):
+        # pickle's own allocates the declared length before reading: 15 GB for a 20-byte pickle
+        n, = struct.unpack("<Q", self.read(8))
+        data = self.read(n)
+        if len(data) != n:
+            raise pickle.UnpicklingError(f"BYTEARRAY8 of {n} bytes runs past the end of data")
+        self.append(bytearray(data))
+
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
+
     def __init__(self, file, reader):
         super().__init__(file)
         self.reader = reader
@@ -313,6 +337,9 @@ class _Reader:
         self.zf, self.name, self.map_location = zf, name, map_location
         self.storages = {}
         self.converted = set()
+        self.stored_elements = 0    # elements of the storages read so far
+        self.built_elements = 0     # elements of the tensors copied out of them
+        self.user_error = None      # an exception raised by a map_location callable
         names = zf.namelist()
         if not names:
             raise self.corrupted("the zip archive is empty")
@@ -332,6 +359,18 @@ class _Reader:
     def corrupted(self, why):
         return RuntimeError(f"{self.name}: checkpoint is corrupted or truncated ({why})")
 
+    def spend(self, elements):
+        """Account for a tensor about to be copied out of a storage; refuse amplification."""
+        self.built_elements += elements
+        limit = 2 * self.stored_elements + _EXPANSION_SLACK
+        if self.built_elements > limit:
+            raise RuntimeError(
+                f"{self.name}: the checkpoint's tensors would take {self.built_elements} "
+                f"elements, more than twice the {self.stored_elements} its storages hold "
+                f"(+{_EXPANSION_SLACK}); mpamp.load copies every tensor, so it refuses files "
+                f"whose views overlap or are expanded this much. Re-save such tensors with "
+                f".clone() (a hostile file could otherwise demand any amount of memory).")
+
     def record(self, name):
         full = f"{self.prefix}/{name}"
         if full not in self.names:
@@ -348,7 +387,11 @@ class _Reader:
         elif isinstance(ml, dict):
             target = ml.get(location, location)
         elif callable(ml) and not isinstance(ml, device):
-            out = ml(t, location)
+            try:
+                out = ml(t, location)
+            except Exception as exc:
+                self.user_error = exc       # the caller's bug, not a bad file: passed on as is
+                raise
             return t if out is None else out
         else:
             target = str(ml)
@@ -371,9 +414,14 @@ class _Reader:
         data = self.record("data.pkl")
         try:
             obj = _Unpickler(io.BytesIO(data), self).load()
-        except (pickle.UnpicklingError, RuntimeError):
-            raise
         except Exception as exc:   # noqa: BLE001 - any unpickling failure is a bad file
+            named = isinstance(exc, (pickle.UnpicklingError, RuntimeError)) and \
+                str(exc).startswith(f"{self.name}: ")
+            if named or exc is self.user_error:
+                raise               # already says what is wrong with which file
+            if isinstance(exc, pickle.UnpicklingError):
+                raise pickle.UnpicklingError(f"{self.name}: checkpoint is corrupted or "
+                                             f"truncated (data.pkl: {exc})") from None
             raise self.corrupted(f"data.pkl: {type(exc).__name__}: {exc}") from None
         if self.converted:
             warnings.warn(f"{self.name}: mpamp has no dtype for some tensors; converted "
@@ -384,8 +432,20 @@ class _Reader:
 _LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."
 
 
-_ZIP_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, struct.error, EOFError,
-               OSError, NotImplementedError, UnicodeDecodeError)
+def _zip_errors():
+    """What zipfile raises for a damaged archive: its own errors, RuntimeError for a member
+    flagged as encrypted, and the errors of its decompressors (deflate, lzma)."""
+    errors = [zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, struct.error, EOFError,
+              OverflowError, OSError, NotImplementedError, UnicodeDecodeError, RuntimeError]
+    for module, attr in (("zlib", "error"), ("lzma", "LZMAError")):
+        try:
+            errors.append(getattr(__import__(module), attr))
+        except ImportError:          # Python built without it: zipfile can't use it either
+            pass
+    return tuple(errors)
+
+
+_ZIP_ERRORS = _zip_errors()
 
 
 def _open_zip(f, name):
