@@ -20,6 +20,9 @@
 #define GEMM_THREAD_MACS (1 << 21)       /* fewer multiply-adds than this: one thread */
 #define GEMM_MAX_TILE 512                /* MR * NR of the largest micro-kernel */
 #define GEMM_MAX_PIECES 64
+#ifndef GEMM_PIECES_PER_THREAD
+#define GEMM_PIECES_PER_THREAD 2         /* more pieces than threads: a busy core takes fewer */
+#endif
 
 #define MIN(x, y) ((x) < (y) ? (x) : (y))
 #define ROUND_UP(x, r) (((x) + (r) - 1) / (r) * (r))
@@ -112,6 +115,7 @@ typedef struct {
     int direct;              /* C is fp32 and the product is all there is to do */
     int split_rows;
     int64_t step;            /* rows (or columns) per piece */
+    int64_t pieces, next;    /* piece count; the next piece to take (atomic) */
     mp_status status[GEMM_MAX_PIECES];
 } plan;
 
@@ -283,11 +287,18 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     return MP_OK;
 }
 
+/* A worker: takes pieces from the shared counter until none is left, so a thread slowed
+ * down by other work on its core does fewer of them. Which thread computes a piece does not
+ * change its values. */
 static void run_pieces(void *ctx, int64_t begin, int64_t end)
 {
     plan *pl = ctx;
-    for (int64_t p = begin; p < end; p++) {
-        int64_t extent = pl->split_rows ? pl->g->m : pl->g->n;
+    (void)begin, (void)end;
+    int64_t extent = pl->split_rows ? pl->g->m : pl->g->n;
+    for (;;) {
+        int64_t p = __atomic_fetch_add(&pl->next, 1, __ATOMIC_RELAXED);
+        if (p >= pl->pieces)
+            break;
         int64_t lo = p * pl->step, hi = MIN(extent, lo + pl->step);
         if (lo >= hi)
             pl->status[p] = MP_OK;
@@ -340,18 +351,24 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
                           g->trans_a ? g->lda : 1, cvt};
     pl.sb = (mp_pack_src){(const char *)g->b, g->b_dtype, g->trans_b ? g->ldb : 1,
                           g->trans_b ? 1 : g->ldb, cvt};
-    int64_t pieces = threads > 0 ? threads : mp_get_num_threads();
+    int64_t nthreads = threads > 0 ? threads : mp_get_num_threads();
+    if ((double)g->m * (double)g->n * (double)g->k < GEMM_THREAD_MACS)
+        nthreads = 1;
+    /* Pieces of rows repack all of B, pieces of columns all of A: cut the larger side. */
+    int64_t mt = (g->m + pl.u->mr - 1) / pl.u->mr, nt = (g->n + pl.u->nr - 1) / pl.u->nr;
+    pl.split_rows = g->m > g->n;
+    int64_t along = pl.split_rows ? mt : nt, across = pl.split_rows ? nt : mt;
+    if (along < nthreads && across > along)
+        pl.split_rows = !pl.split_rows;            /* too few tiles that way */
+    int64_t tiles = pl.split_rows ? mt : nt, unit = pl.split_rows ? pl.u->mr : pl.u->nr;
+    int64_t pieces = nthreads > 1 ? nthreads * GEMM_PIECES_PER_THREAD : 1;
     if (pieces > GEMM_MAX_PIECES)
         pieces = GEMM_MAX_PIECES;
-    if ((double)g->m * (double)g->n * (double)g->k < GEMM_THREAD_MACS)
-        pieces = 1;
-    int64_t mt = (g->m + pl.u->mr - 1) / pl.u->mr, nt = (g->n + pl.u->nr - 1) / pl.u->nr;
-    pl.split_rows = mt >= nt;
-    int64_t tiles = pl.split_rows ? mt : nt, unit = pl.split_rows ? pl.u->mr : pl.u->nr;
     if (pieces > tiles)
         pieces = tiles;
     pl.step = (tiles + pieces - 1) / pieces * unit;
-    mp_parallel_for(pieces, 1, run_pieces, &pl);
+    pl.pieces = pieces;
+    mp_parallel_for(MIN(nthreads, pieces), 1, run_pieces, &pl);
     free(bias);
     for (int64_t p = 0; p < pieces; p++)
         if (pl.status[p] != MP_OK)
