@@ -85,26 +85,36 @@ static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0
 }
 
 /* npan full panels of a source contiguous along the panel, k by k: each k reads one
- * contiguous run of the source (a row of B), so the reads stream instead of striding. */
+ * contiguous run of the source (a row of B), so the reads stream instead of striding. fp16 and
+ * bf16 runs are converted in one call per RUN values, then dealt out to the panels. */
+#define RUN 1536
 static void panels_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t npan,
                               int64_t k0, int64_t kc, float *dst)
 {
-    int64_t step = (int64_t)w * kc;
+    int64_t step = (int64_t)w * kc, per = RUN / w;
+    float run[RUN];
     for (int64_t p = 0; p < kc; p++) {
         int64_t off = r0 + (k0 + p) * s->ks;
         float *d = dst + p * w;
-        for (int64_t i = 0; i < npan; i++, off += w, d += step) {
-            int v = 0;
-            for (; v + 8 <= w; v += 8)
-                _mm256_storeu_ps(d + v, load8(s, off + v));
-            if (v == w)
-                continue;                                /* the rest: never read past w */
+        if (s->dtype == MP_DTYPE_FLOAT32 && w % 8 == 0) {
+            for (int64_t i = 0; i < npan; i++, off += w, d += step)
+                for (int v = 0; v < w; v += 8)
+                    _mm256_storeu_ps(d + v, _mm256_loadu_ps((const float *)s->base + off + v));
+            continue;
+        }
+        for (int64_t i0 = 0; i0 < npan; i0 += per) {
+            int64_t np = npan - i0 < per ? npan - i0 : per;
+            const float *src = run;
             if (s->dtype == MP_DTYPE_FLOAT32)
-                memcpy(d + v, (const float *)s->base + off + v, sizeof(float) * (size_t)(w - v));
+                src = (const float *)s->base + off + i0 * w;
             else if (s->dtype == MP_DTYPE_FLOAT16)
-                s->cvt->f16_to_f32((const mp_half *)s->base + off + v, d + v, (size_t)(w - v));
+                s->cvt->f16_to_f32((const mp_half *)s->base + off + i0 * w, run,
+                                   (size_t)(np * w));
             else
-                s->cvt->bf16_to_f32((const mp_bf16 *)s->base + off + v, d + v, (size_t)(w - v));
+                s->cvt->bf16_to_f32((const mp_bf16 *)s->base + off + i0 * w, run,
+                                    (size_t)(np * w));
+            for (int64_t i = 0; i < np; i++)
+                memcpy(d + (i0 + i) * step, src + i * w, sizeof(float) * (size_t)w);
         }
     }
 }
