@@ -12,8 +12,8 @@
  *   vi_of/vf_of (bit casts); vi_add vi_sub vi_and vi_or; vi_sra vi_sll (by a constant);
  *   vf_cvt (int32 -> float, exact for the small values used here); vi_mask(m) = m ? -1 : 0.
  * Errors quoted below are maxima against a float64 reference measured by vmath_check.c, over
- * all 2^32 inputs for exp and every 16th block of 64Ki inputs for the others (268M each);
- * tests/test_vmath.py keeps them. */
+ * all 2^32 inputs for exp, log, sigmoid and tanh and every 16th block of 64Ki inputs for the
+ * others (268M each); tests/test_vmath.py keeps them. */
 #ifndef MP_CPU_VMATH_BODY_H
 #define MP_CPU_VMATH_BODY_H
 
@@ -85,7 +85,7 @@ static inline vf vm_exp_neg_half_sq(vf a)
     return vm_exp_core(xh, vf_sub(vf_set(0.0f), corr), 1);
 }
 
-/* ln x: < 1 ulp (0.78); x = m 2^e with m in (sqrt(1/2), sqrt(2)], ln(1 + f) = f - f^2/2 + f^3 P(f)
+/* ln x: < 1 ulp (0.83); x = m 2^e with m in (sqrt(1/2), sqrt(2)], ln(1 + f) = f - f^2/2 + f^3 P(f)
  * (Cephes' logf). Subnormals are scaled by 2^23 first; +0/-0 -> -inf, x < 0 -> NaN,
  * +inf -> +inf. */
 static inline vf vm_log(vf x)
@@ -146,14 +146,14 @@ static inline vf vm_logistic_neg(vm_logistic l)
     return vf_div(vf_sel(l.neg, vf_set(1.0f), l.e), l.d);
 }
 
-/* 1 / (1 + e^-x): <= 2.3 ulp, tiny results included (e^x / (1 + e^x) for x < 0). */
+/* 1 / (1 + e^-x): <= 2.4 ulp, tiny results included (e^x / (1 + e^x) for x < 0). */
 static inline vf vm_sigmoid(vf x)
 {
     return vm_nan_fix(x, vm_logistic_pos(vm_logistic_of(x)));
 }
 
-/* x * sigmoid(x), as x / (1 + e^-x) for x >= 0 and x e^x / (1 + e^x) below: <= 3 ulp while
- * e^x is normal (x > -87.3), <= 4.3 below (then e^x has lost bits). -inf -> NaN, as torch. */
+/* x * sigmoid(x), as x / (1 + e^-x) for x >= 0 and x e^x / (1 + e^x) below: <= 3.1 ulp while
+ * e^x is normal (x > -87.34), <= 4.3 below (then e^x has lost bits). -inf -> NaN, as torch. */
 static inline vf vm_silu(vf x)
 {
     vm_logistic l = vm_logistic_of(x);
@@ -225,7 +225,7 @@ static inline vf vm_phi(vf x, vf e2)
     return vf_sel(vm_lt(a, vf_set(0.875f)), small, large);
 }
 
-/* exact GELU x Phi(x): <= 4 ulp while Phi(x) is normal (x > -13.2), <= 8 below; the lower
+/* exact GELU x Phi(x): <= 5 ulp while Phi(x) is normal (x > -12.95), <= 8 below; the lower
  * tail keeps its relative accuracy, unlike 0.5 x (1 + erf(x / sqrt 2)) evaluated as written
  * (torch's form). gelu(-inf) = NaN, as torch. */
 static inline vf vm_gelu(vf x)
