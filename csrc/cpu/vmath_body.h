@@ -12,8 +12,8 @@
  *   vi_of/vf_of (bit casts); vi_add vi_sub vi_and vi_or; vi_sra vi_sll (by a constant);
  *   vf_cvt (int32 -> float, exact for the small values used here); vi_mask(m) = m ? -1 : 0.
  * Errors quoted below are maxima against a float64 reference measured by vmath_check.c, over
- * all 2^32 inputs for exp and every 16th block of 64Ki inputs for the others (268M each);
- * tests/test_vmath.py keeps them. */
+ * all 2^32 inputs for exp, log, sigmoid and tanh and every 16th block of 64Ki inputs for the
+ * others (268M each); tests/test_vmath.py keeps them. */
 #ifndef MP_CPU_VMATH_BODY_H
 #define MP_CPU_VMATH_BODY_H
 
@@ -37,12 +37,17 @@ static inline vf vm_sign(vf x) { return vf_and(x, vf_of(vi_set(VM_SIGN))); }
  * depend on which operand order a compiler picked on the way. */
 static inline vf vm_nan_fix(vf x, vf y) { return vf_sel(vm_nan(x), vf_add(x, x), y); }
 
-/* e^(xh + xl), xh already clamped to [-110, 89], |xl| < 0.2 (0 when !with_lo; the flag is a
- * constant after inlining). Cephes' expf scheme: k = round((xh + xl) / ln 2),
+/* e^(xh + xl) * 2^bias, xh already clamped to [-110, 89], |xl| < 0.2 (0 when !with_lo; flag
+ * and bias are constants after inlining). Cephes' expf scheme: k = round((xh + xl) / ln 2),
  * r = xh - k ln2 (two-part ln 2, the first product exact and the difference exact by Sterbenz)
- * + xl, e^r = 1 + r + r^2 P(r) on |r| <= ln2 / 2, times 2^k as two power-of-two factors so
- * that results down to the subnormals round once and 2^128 overflows to inf. */
-static inline vf vm_exp_core(vf xh, vf xl, int with_lo)
+ * + xl, e^r = 1 + r + r^2 P(r) on |r| <= ln2 / 2, times 2^(k + bias) as two power-of-two
+ * factors so that results down to the subnormals round once and 2^128 overflows to inf.
+ * bias = VM_TAIL_BIAS (for xh <= 0 only) gives e^x exactly 2^64 times larger: a normal number
+ * whose rounding to e^x (times VM_TAIL_SCALE) can wait until a product with it is formed. */
+#define VM_TAIL_BIAS 64
+#define VM_TAIL_SCALE 0x1p-64f
+
+static inline vf vm_exp_core(vf xh, vf xl, int with_lo, int bias)
 {
     vf t = vf_add(vf_mul(with_lo ? vf_add(xh, xl) : xh, vf_set(VM_LOG2E)), vf_set(VM_ROUND));
     vf k = vf_sub(t, vf_set(VM_ROUND));
@@ -59,7 +64,7 @@ static inline vf vm_exp_core(vf xh, vf xl, int with_lo)
     vf p = vf_add(vf_add(vf_mul(q, vf_mul(r, r)), r), vf_set(1.0f));
     vi k1 = vi_sra(ki, 1), k2 = vi_sub(ki, k1);          /* k in [-159, 128] */
     vf s1 = vf_of(vi_sll(vi_add(k1, vi_set(127)), 23));
-    vf s2 = vf_of(vi_sll(vi_add(k2, vi_set(127)), 23));
+    vf s2 = vf_of(vi_sll(vi_add(k2, vi_set(127 + bias)), 23));
     return vf_mul(vf_mul(p, s1), s2);
 }
 
@@ -69,11 +74,11 @@ static inline vf vm_exp(vf x)
 {
     /* a NaN x becomes 89 here (MINPS semantics) and is put back by vm_nan_fix */
     vf xc = vf_max(vf_min(x, vf_set(89.0f)), vf_set(-110.0f));
-    return vm_nan_fix(x, vm_exp_core(xc, xc, 0));
+    return vm_nan_fix(x, vm_exp_core(xc, xc, 0, 0));
 }
 
-/* e^(-x^2 / 2) for x >= 0 with x^2 / 2 carried as hi + lo (hi from the top 12 bits of x, so
- * hi^2 is exact): a rounded x^2 / 2 near 100 would cost ~50 ulp. */
+/* e^(-x^2 / 2) 2^64 for x >= 0 with x^2 / 2 carried as hi + lo (hi from the top 12 bits of x,
+ * so hi^2 is exact): a rounded x^2 / 2 near 100 would cost ~50 ulp. */
 static inline vf vm_exp_neg_half_sq(vf a)
 {
     vf ac = vf_min(a, vf_set(20.0f));                    /* e^-200 is 0 anyway; no inf - inf */
@@ -81,11 +86,14 @@ static inline vf vm_exp_neg_half_sq(vf a)
     vf lo = vf_sub(ac, hi);
     vf hh = vf_mul(vf_mul(hi, hi), vf_set(0.5f));
     vf corr = vf_mul(lo, vf_add(hi, vf_mul(lo, vf_set(0.5f))));
-    vf xh = vf_max(vf_sub(vf_set(0.0f), hh), vf_set(-110.0f));
-    return vm_exp_core(xh, vf_sub(vf_set(0.0f), corr), 1);
+    vf nh = vf_sub(vf_set(0.0f), hh);
+    vf e = vm_exp_core(vf_max(nh, vf_set(-110.0f)), vf_sub(vf_set(0.0f), corr), 1, VM_TAIL_BIAS);
+    /* 0 where clamped: the true value would vanish in any product with it, a scaled e^-110
+     * would not (x e^(-x^2 / 2) at x = -1e30) */
+    return vf_sel(vm_lt(nh, vf_set(-110.0f)), vf_set(0.0f), e);
 }
 
-/* ln x: < 1 ulp (0.78); x = m 2^e with m in (sqrt(1/2), sqrt(2)], ln(1 + f) = f - f^2/2 + f^3 P(f)
+/* ln x: < 1 ulp (0.83); x = m 2^e with m in (sqrt(1/2), sqrt(2)], ln(1 + f) = f - f^2/2 + f^3 P(f)
  * (Cephes' logf). Subnormals are scaled by 2^23 first; +0/-0 -> -inf, x < 0 -> NaN,
  * +inf -> +inf. */
 static inline vf vm_log(vf x)
@@ -121,18 +129,27 @@ static inline vf vm_log(vf x)
 }
 
 /* The two halves of the logistic function at v, without cancellation: with e = e^-|v| and
- * d = 1 + e, sigmoid(v) = (v < 0 ? e : 1) / d and sigmoid(-v) = (v < 0 ? 1 : e) / d. */
+ * d = 1 + e, sigmoid(v) = (v < 0 ? e : 1) / d and sigmoid(-v) = (v < 0 ? 1 : e) / d. es is
+ * e 2^64 (exact), for products whose result is normal while e is not; scale is 2^-64 where
+ * v < 0 and 1 elsewhere, to undo it once at the end. */
 typedef struct {
-    vf e, d;
+    vf e, es, d, scale;
     vm neg;
 } vm_logistic;
 
 static inline vm_logistic vm_logistic_of(vf v)
 {
     vm_logistic l;
-    l.e = vm_exp(vm_neg_abs(v));
+    /* below -110 (and for a NaN v, which every caller puts back with vm_nan_fix) es is 0: the
+     * true value would vanish in any product with it, a scaled e^-110 would not (x e^x at
+     * x = -1e30); x = -inf then gives x * 0 = NaN, as torch */
+    vf na = vm_neg_abs(v);
+    vf e = vm_exp_core(vf_max(na, vf_set(-110.0f)), na, 0, VM_TAIL_BIAS);
+    l.es = vf_sel(vm_lt(na, vf_set(-110.0f)), vf_set(0.0f), e);
+    l.e = vf_mul(l.es, vf_set(VM_TAIL_SCALE));      /* the one rounding of e^-|v| */
     l.d = vf_add(vf_set(1.0f), l.e);
     l.neg = vm_lt(v, vf_set(0.0f));
+    l.scale = vf_sel(l.neg, vf_set(VM_TAIL_SCALE), vf_set(1.0f));
     return l;
 }
 
@@ -146,26 +163,38 @@ static inline vf vm_logistic_neg(vm_logistic l)
     return vf_div(vf_sel(l.neg, vf_set(1.0f), l.e), l.d);
 }
 
-/* 1 / (1 + e^-x): <= 2.3 ulp, tiny results included (e^x / (1 + e^x) for x < 0). */
+/* sigmoid(v) / scale: e 2^64 / d where v < 0 */
+static inline vf vm_logistic_pos_scaled(vm_logistic l)
+{
+    return vf_div(vf_sel(l.neg, l.es, vf_set(1.0f)), l.d);
+}
+
+/* 1 / (1 + e^-x): <= 2.4 ulp, tiny results included (e^x / (1 + e^x) for x < 0). */
 static inline vf vm_sigmoid(vf x)
 {
     return vm_nan_fix(x, vm_logistic_pos(vm_logistic_of(x)));
 }
 
-/* x * sigmoid(x), as x / (1 + e^-x) for x >= 0 and x e^x / (1 + e^x) below: <= 3 ulp while
- * e^x is normal (x > -87.3), <= 4.3 below (then e^x has lost bits). -inf -> NaN, as torch. */
+/* x sigmoid(v): x / (1 + e^-v) for v >= 0, x e^v / (1 + e^v) below, scaled so the product
+ * keeps its bits where e^v is subnormal (x = -90: e^x has 17 bits, x e^x is normal). */
+static inline vf vm_x_sigmoid(vf x, vm_logistic l)
+{
+    vf num = vf_sel(l.neg, vf_mul(x, l.es), x);
+    return vf_mul(vf_div(num, l.d), l.scale);
+}
+
+/* x * sigmoid(x): <= 3 ulp, subnormal results included. -inf -> NaN, as torch. */
 static inline vf vm_silu(vf x)
 {
-    vm_logistic l = vm_logistic_of(x);
-    return vm_nan_fix(x, vf_div(vf_sel(l.neg, vf_mul(x, l.e), x), l.d));
+    return vm_nan_fix(x, vm_x_sigmoid(x, vm_logistic_of(x)));
 }
 
 /* sigmoid(x) (1 + x (1 - sigmoid(x))), with 1 - sigmoid(x) = sigmoid(-x) computed directly. */
 static inline vf vm_silu_grad(vf x)
 {
     vm_logistic l = vm_logistic_of(x);
-    vf s = vm_logistic_pos(l), sc = vm_logistic_neg(l);
-    return vm_nan_fix(x, vf_mul(s, vf_add(vf_set(1.0f), vf_mul(x, sc))));
+    vf ss = vm_logistic_pos_scaled(l), sc = vm_logistic_neg(l);
+    return vm_nan_fix(x, vf_mul(vf_mul(ss, vf_add(vf_set(1.0f), vf_mul(x, sc))), l.scale));
 }
 
 /* tanh x: <= 1.4 ulp. |x| < 0.625: x + x^3 P(x^2) (Cephes' tanhf); above: 1 - 2 / (e^2|x| + 1).
@@ -197,10 +226,16 @@ static const float vm_erfc_far[VM_ERFC_TERMS] = {
     -0.168731332f, -0.105752997f, 0.366311193f, -0.227831066f, -0.0516275205f,
     0.216383487f, -0.155103788f, -0.12570776f, 0.545620024f};
 
-/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF, given e2 = e^(-x^2 / 2).
- * With z = x / sqrt 2: |z| < 0.875: erf z = z + z Q(z^2); above, (erfc |z|) / 2 or 1 minus it,
- * so the lower tail keeps its relative accuracy instead of cancelling in 1 + erf. */
-static inline vf vm_phi(vf x, vf e2)
+/* Phi(x) = (1 + erf(x / sqrt 2)) / 2, the standard normal CDF, as phi * scale, given
+ * e2s = e^(-x^2 / 2) 2^64. With z = x / sqrt 2: |z| < 0.875: erf z = z + z Q(z^2); above,
+ * (erfc |z|) / 2 or 1 minus it, so the lower tail keeps its relative accuracy instead of
+ * cancelling in 1 + erf; there the value stays 2^64 too large (scale 2^-64, else 1) so that
+ * x Phi(x) is rounded once even where Phi(x) is subnormal. */
+typedef struct {
+    vf phi, scale;
+} vm_cdf;
+
+static inline vm_cdf vm_phi(vf x, vf e2s)
 {
     vf z = vf_mul(x, vf_set(VM_SQRT1_2));
     vf a = vm_abs(z);
@@ -220,27 +255,37 @@ static inline vf vm_phi(vf x, vf e2)
     vf s = vf_sel(near, vf_set(vm_erfc_near[0]), vf_set(vm_erfc_far[0]));
     for (int k = 1; k < VM_ERFC_TERMS; k++)
         s = vf_add(vf_mul(s, t), vf_sel(near, vf_set(vm_erfc_near[k]), vf_set(vm_erfc_far[k])));
-    vf half_erfc = vf_mul(vf_mul(vf_mul(e2, s), inv), vf_set(0.5f));
-    vf large = vf_sel(vm_lt(x, vf_set(0.0f)), half_erfc, vf_sub(vf_set(1.0f), half_erfc));
-    return vf_sel(vm_lt(a, vf_set(0.875f)), small, large);
+    vf half_erfc_s = vf_mul(vf_mul(vf_mul(e2s, s), inv), vf_set(0.5f));
+    vf upper = vf_sub(vf_set(1.0f), vf_mul(half_erfc_s, vf_set(VM_TAIL_SCALE)));
+    vm is_small = vm_lt(a, vf_set(0.875f));
+    vm lower = vm_lt(x, vf_set(0.0f));
+    vm_cdf c;
+    c.phi = vf_sel(is_small, small, vf_sel(lower, half_erfc_s, upper));
+    c.scale = vf_sel(is_small, vf_set(1.0f), vf_sel(lower, vf_set(VM_TAIL_SCALE),
+                                                     vf_set(1.0f)));
+    return c;
 }
 
-/* exact GELU x Phi(x): <= 4 ulp while Phi(x) is normal (x > -13.2), <= 8 below; the lower
- * tail keeps its relative accuracy, unlike 0.5 x (1 + erf(x / sqrt 2)) evaluated as written
- * (torch's form). gelu(-inf) = NaN, as torch. */
+/* exact GELU x Phi(x): <= 5 ulp (subnormal results included); the lower tail keeps its
+ * relative accuracy, unlike 0.5 x (1 + erf(x / sqrt 2)) evaluated as written (torch's form).
+ * gelu(-inf) = NaN, as torch. */
 static inline vf vm_gelu(vf x)
 {
-    vf e2 = vm_exp_neg_half_sq(vm_abs(x));
-    return vm_nan_fix(x, vf_mul(x, vm_phi(x, e2)));
+    vm_cdf c = vm_phi(x, vm_exp_neg_half_sq(vm_abs(x)));
+    return vm_nan_fix(x, vf_mul(vf_mul(x, c.phi), c.scale));
 }
 
 /* Phi(x) + x phi(x), phi(x) = e^(-x^2 / 2) / sqrt(2 pi): <= 4 ulp of the larger term (the
- * derivatives cross zero, where no relative bound is possible). */
+ * derivatives cross zero, where no relative bound is possible). Both terms carry Phi's scale. */
 static inline vf vm_gelu_grad(vf x)
 {
-    vf e2 = vm_exp_neg_half_sq(vm_abs(x));
+    vf e2s = vm_exp_neg_half_sq(vm_abs(x));
+    vm_cdf c = vm_phi(x, e2s);
+    /* e2s 2^-64 where the scale is 1: the one rounding of e^(-x^2 / 2) */
+    vf e2 = vf_mul(e2s, vf_sel(vm_eq(c.scale, vf_set(1.0f)), vf_set(VM_TAIL_SCALE),
+                               vf_set(1.0f)));
     vf pdf = vf_mul(e2, vf_set(VM_INV_SQRT_2PI));
-    return vm_nan_fix(x, vf_add(vm_phi(x, e2), vf_mul(x, pdf)));
+    return vm_nan_fix(x, vf_mul(vf_add(c.phi, vf_mul(x, pdf)), c.scale));
 }
 
 /* sqrt(2/pi) (x + 0.044715 x^3), in mp_gelu_tanh's operation order */
@@ -250,12 +295,12 @@ static inline vf vm_gelu_inner(vf x)
     return vf_mul(vf_set(VM_SQRT2_PI), vf_add(x, c));
 }
 
-/* 0.5 x (1 + tanh u) = x sigmoid(2u): no cancellation for x < 0; <= 4 ulp from the fp32 u
+/* 0.5 x (1 + tanh u) = x sigmoid(2u): no cancellation for x < 0; <= 3 ulp from the fp32 u
  * (whose own rounding, as in torch, is amplified ~2|u| times in the lower tail). */
 static inline vf vm_gelu_tanh(vf x)
 {
     vf u = vm_gelu_inner(x);
-    return vm_nan_fix(x, vf_mul(x, vm_logistic_pos(vm_logistic_of(vf_add(u, u)))));
+    return vm_nan_fix(x, vm_x_sigmoid(x, vm_logistic_of(vf_add(u, u))));
 }
 
 /* 0.5 (1 + t) + 0.5 x (1 - t^2) u' with 1 + t = 2 s, 1 - t = 2 s' (s = sigmoid(2u),
@@ -264,14 +309,14 @@ static inline vf vm_gelu_tanh_grad(vf x)
 {
     vf u = vm_gelu_inner(x);
     vm_logistic l = vm_logistic_of(vf_add(u, u));
-    vf s = vm_logistic_pos(l), sc = vm_logistic_neg(l);
+    vf ss = vm_logistic_pos_scaled(l), sc = vm_logistic_neg(l);     /* s = ss * scale */
     /* beyond |x| = 20, s s' is 0; clamping keeps x^2 finite there (0 * inf would be NaN) */
     vf xc = vf_max(vf_min(x, vf_set(20.0f)), vf_set(-20.0f));
     vf du = vf_mul(vf_set(VM_SQRT2_PI),
                    vf_add(vf_set(1.0f), vf_mul(vf_mul(vf_set(3.0f * 0.044715f), xc), xc)));
-    vf t = vf_mul(vf_mul(vf_mul(vf_mul(vf_set(2.0f), xc), s), sc), du);
+    vf t = vf_mul(vf_mul(vf_mul(vf_mul(vf_set(2.0f), xc), ss), sc), du);
     vf r = vf_sel(vm_gt(vm_abs(x), vf_set(3.40282347e38f)), vf_of(vi_set(0x7fc00000)),
-                  vf_add(s, t));                        /* +-inf: NaN, as torch */
+                  vf_mul(vf_add(ss, t), l.scale));      /* +-inf: NaN, as torch */
     return vm_nan_fix(x, r);
 }
 
