@@ -1,8 +1,9 @@
 /* matmul_core.h - the batched matrix product behind every matmul-family op (ops_matmul.c) and
- * its backward: operands of any float dtype and strides are converted once to fp32 (unless
- * they already are fp32 with a unit-stride row or column), batch dims broadcast, the GEMM
- * (csrc/cpu/gemm.h) runs per batch, and the result is rounded to the output dtype once.
- * int64 operands take an exact int64 path. No autograd here. */
+ * its backward: operands of any float dtype go to the GEMM (csrc/cpu/gemm.h) as they are when
+ * a row or column has unit stride (otherwise they are copied once in their own dtype), batch
+ * dims broadcast, the GEMM runs per batch and writes the output dtype directly (row-vector bias
+ * fused) unless products are summed across the batch, in which case an fp32 result is rounded
+ * once at the end. int64 operands take an exact int64 path. No autograd here. */
 #ifndef MP_MATMUL_CORE_H
 #define MP_MATMUL_CORE_H
 

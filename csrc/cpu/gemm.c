@@ -1,5 +1,6 @@
-/* gemm.c - the GEMM driver of gemm.h, BLIS/Goto style. The output is cut into one piece per
- * thread (rows or columns, whichever has more register tiles); each piece loops over NC
+/* gemm.c - the GEMM driver of gemm.h, BLIS/Goto style. The output is cut into pieces along
+ * its larger side, two per thread, which the threads take from a shared counter; each piece
+ * (packing its own panels) loops over NC
  * columns of B, KC-deep slices of B packed once into NR-wide panels, MC rows of A packed into
  * MR-high panels, and runs the micro-kernel (gemm_ukr.h) on every MR x NR tile. Results are
  * accumulated in fp32: in C itself when C is fp32 and nothing else is to be done, otherwise in
