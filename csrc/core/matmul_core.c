@@ -3,9 +3,9 @@
  * strides; other operands are copied once in their own dtype, keeping broadcast batch dims
  * broadcast. When no product is summed into another and the bias is a row vector, the GEMM
  * writes the result in the output dtype with the bias fused; otherwise it accumulates an fp32
- * result that is rounded once at the end. Batch dims that
- * the A rows can absorb (B shared across the batch) are folded into M so a (B, M, K) @ (K, N)
- * product is one GEMM. Output batch dims of size 1 accumulate (beta = 1 after the first). */
+ * result that is rounded once at the end. Batch dims that the A rows can absorb (B shared
+ * across the batch) are folded into M so a (B, M, K) @ (K, N) product is one GEMM. Output
+ * batch dims of size 1 accumulate (beta = 1 after the first). */
 #include "matmul_core.h"
 
 #include <stdio.h>
@@ -43,9 +43,8 @@ static int gemm_layout(const mp_tensor *t, int *trans, int64_t *ld)
 }
 
 /* t's values readable by the GEMM (float dtypes as they are, others as wt): t itself when it
- * already is, else a copy in
- * t's own orientation (column-major stays column-major, so conversion reads unit-stride runs).
- * Broadcast (stride-0) batch dims are converted once, then expanded again. */
+ * already is, else a copy in t's own orientation (column-major stays column-major, so the copy
+ * reads unit-stride runs). Broadcast (stride-0) batch dims are copied once, then expanded. */
 static mp_status gemm_operand(mp_tensor *t, mp_dtype wt, mp_tensor **out)
 {
     int trans, nd = t->ndim;
@@ -101,7 +100,7 @@ typedef struct {
     char *pa, *pb, *pc;
     mp_dtype wt, adt, bdt;       /* wt: C's dtype */
     double alpha;
-    const void *bias;            /* fused row-vector bias (low-precision C only) */
+    const void *bias;            /* row-vector bias fused into the GEMM's store, or NULL */
     mp_dtype bias_dt;
     int64_t bias_stride;
     float bias_scale;
