@@ -3,7 +3,8 @@
  * along k (a linear's weight as B, a row-major A) is read as 8 x 8 blocks and transposed in
  * registers; one contiguous along the panel is converted and stored directly. fp16 converts
  * with vcvtph2ps and bf16 by widening, both exact, so the panels equal the portable ones bit
- * for bit. Partial panels and k tails go to the portable code. */
+ * for bit - except that vcvtph2ps quiets a signalling NaN, which cannot change a product (NaN
+ * in, NaN out). Partial panels and k tails go to the portable code. */
 #include <immintrin.h>
 #include <string.h>
 
