@@ -5,8 +5,7 @@ the row reductions, and that the ops built on them give the same bits under MPAM
 The input-space checks run in C (_C._check_vmath): by default every 64th chunk of 64Ki
 patterns for exp (67M inputs) and every 256th for the others (16.7M each);
 MPAMP_VMATH_FULL=1 checks all 2^32 patterns of every function (minutes each). The ulp bounds
-are the maxima measured over all 2^32 inputs for exp and over every 16th chunk for the others
-(benchmarks/RESULTS.md), rounded up a little.
+are the maxima measured over all 2^32 inputs (benchmarks/RESULTS.md), rounded up a little.
 """
 import math
 import os
@@ -22,19 +21,22 @@ FULL = os.environ.get("MPAMP_VMATH_FULL") == "1"
 VECTOR_ISAS = [i for i in _C._supported_isas() if i != "scalar"]
 BEST = _C._supported_isas()[-1]      # its bits equal scalar's (checked), so its accuracy too
 
-# name: (chunk step, max ulp over normal results, max over subnormal results in 2^-149)
+# name: (chunk step, max ulp over normal results, max over subnormal results in 2^-149);
+# the maxima over all 2^32 inputs were exp 0.990 / 0.750, log 0.829, sigmoid 2.402 / 0.750,
+# tanh 1.330, silu 3.394 / 1.305, gelu 4.950 / 2.573, gelu_tanh 3.379 / 1.214, silu_grad
+# 4.541 / 1.269, gelu_grad 4.130 / 1.852, gelu_tanh_grad 6.543 / 2.199
 BOUNDS = {
     "exp": (64, 1.0, 1.0),
     "log": (256, 1.0, 0.0),
     "sigmoid": (256, 2.5, 1.0),
     "tanh": (256, 1.5, 0.0),
-    "silu": (256, 3.5, 1.0),
-    "gelu": (256, 5.0, 1.0),
-    "gelu_tanh": (256, 3.0, 1.0),   # against the formula with its fp32 inner term
+    "silu": (256, 3.5, 1.5),
+    "gelu": (256, 5.0, 3.0),
+    "gelu_tanh": (256, 3.5, 1.5),   # against the formula with its fp32 inner term
     # derivatives are sums that cross zero: ulps of their largest term
-    "silu_grad": (256, 5.0, 1.0),
-    "gelu_grad": (256, 5.0, 1.0),
-    "gelu_tanh_grad": (256, 6.0, 1.0),
+    "silu_grad": (256, 5.0, 1.5),
+    "gelu_grad": (256, 4.5, 2.0),
+    "gelu_tanh_grad": (256, 7.0, 2.5),
 }
 
 
