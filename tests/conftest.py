@@ -1,5 +1,10 @@
 """Shared test helpers: NumPy references, torch.testing's tolerances per dtype, and the
 `cuda` marker (tests that need a device are skipped without one)."""
+import os
+import platform
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -87,3 +92,21 @@ def python_runs_during(work):
         th.join()
     lo, hi = t0 + 0.25 * (t1 - t0), t1 - 0.25 * (t1 - t0)
     return any(lo < s < hi for s in stamps)
+
+
+def emulation_compiler():
+    """A C compiler that can build the AVX-512 emulation harnesses (tests/avx512_emu: SIMDe
+    stands in for AVX-512, the host's AVX2/FMA/F16C runs the rest); skips the test otherwise."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("x86-64 only")
+    if "avx2" not in mpamp._C._supported_isas():
+        pytest.skip("the emulation runs on the host's AVX2/FMA/F16C")
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    probe = subprocess.run([cc, "-E", "-x", "c", "-", "-o", os.devnull],
+                           input="#include <simde/x86/avx512.h>\n", text=True,
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("SIMDe headers not installed (apt-get install libsimde-dev)")
+    return cc

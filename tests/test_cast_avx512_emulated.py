@@ -10,13 +10,9 @@ the real thing. Skipped without a C compiler, the SIMDe headers (Debian: libsimd
 F16C.
 """
 import os
-import platform
-import shutil
 import subprocess
 
-import pytest
-
-from mpamp import _C
+from conftest import emulation_compiler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMU = os.path.join(ROOT, "tests", "avx512_emu")
@@ -24,24 +20,9 @@ SOURCES = [os.path.join(EMU, "check_main.c"), os.path.join(EMU, "cast_avx512_emu
     os.path.join(ROOT, "csrc", "cpu", f) for f in ("cast_scalar.c", "cast_check.c")]
 
 
-def compiler():
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip("x86-64 only")
-    if "avx2" not in _C._supported_isas():
-        pytest.skip("the emulation runs the fp16 conversions on the host's F16C")
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler")
-    probe = subprocess.run([cc, "-E", "-x", "c", "-", "-o", os.devnull],
-                           input="#include <simde/x86/avx512.h>\n", text=True,
-                           capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("SIMDe headers not installed (apt-get install libsimde-dev)")
-    return cc
-
 
 def test_avx512_kernels_match_scalar_under_emulation(tmp_path):
-    cc = compiler()
+    cc = emulation_compiler()
     exe = str(tmp_path / "avx512_emu_check")
     cmd = [cc, "-std=c11", "-O2", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Wno-psabi",
            "-mavx2", "-mf16c", "-mfma", "-I", os.path.join(ROOT, "csrc"), *SOURCES,

@@ -13,13 +13,9 @@ matmul tests run the real thing. Skipped without a C compiler, the SIMDe headers
 libsimde-dev) or AVX2 (the emulation runs on it).
 """
 import os
-import platform
-import shutil
 import subprocess
 
-import pytest
-
-from mpamp import _C
+from conftest import emulation_compiler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMU = os.path.join(ROOT, "tests", "avx512_emu")
@@ -33,21 +29,6 @@ SOURCES = [os.path.join(EMU, f) for f in ("gemm_check_main.c", "gemm_avx512_emu.
 FLAGS = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Wno-psabi", "-mavx2", "-mf16c", "-mfma",
          "-I", os.path.join(ROOT, "csrc")]
 
-
-def compiler():
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        pytest.skip("x86-64 only")
-    if "avx2" not in _C._supported_isas():
-        pytest.skip("the emulation and the AVX2 kernel run on the host's AVX2/FMA/F16C")
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler")
-    probe = subprocess.run([cc, "-E", "-x", "c", "-", "-o", os.devnull],
-                           input="#include <simde/x86/avx512.h>\n", text=True,
-                           capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip("SIMDe headers not installed (apt-get install libsimde-dev)")
-    return cc
 
 
 def build(cc, tmp_path):
@@ -72,7 +53,7 @@ def build(cc, tmp_path):
 
 
 def test_avx512_gemm_kernels_under_emulation(tmp_path):
-    cc = compiler()
+    cc = emulation_compiler()
     exe = build(cc, tmp_path)
     run = subprocess.run([exe], capture_output=True, text=True, timeout=300)
     out = run.stdout + run.stderr

@@ -290,15 +290,14 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
     mm_plan fused = {0};
     int direct = mp_dtype_is_float(dt) && no_batch_sum(a, b, pshape, pnd) && ond == pnd &&
                  !memcmp(oshape, pshape, sizeof(int64_t) * (size_t)ond);
-    if (direct && bias && beta != 0.0) {
+    if (direct && bias && beta != 0.0)
         direct = row_bias(bias, oshape, ond, &fused.bias_stride);
-        fused.bias = (const char *)mp_tensor_data(bias);
+    if (direct && bias && beta != 0.0) {
+        fused.bias = mp_tensor_data(bias);
         fused.bias_dt = bias->dtype;
         fused.bias_scale = (float)beta;
     }
     mp_dtype wt = direct ? dt : dt == MP_DTYPE_INT64 ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
-    if (!direct)
-        fused.bias = NULL;
     mp_tensor *c = NULL, *cv = NULL;
     int accumulate = 0;
     mp_status st = mp_tensor_empty(oshape, ond, wt, MP_DEVICE_CPU, &c);

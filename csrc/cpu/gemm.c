@@ -111,6 +111,7 @@ void mp_gemm_release_buffers(void)
 typedef struct {
     const mp_gemm_args *g;
     const mp_gemm_ukr *u;
+    const mp_cpu_kernels *cvt;   /* the level's casts: packing and the epilogue's rounding */
     mp_pack_src sa, sb;
     const float *bias;       /* n values with bias_scale applied; NULL: none */
     int direct;              /* C is fp32 and the product is all there is to do */
@@ -203,9 +204,9 @@ static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i,
             }
             size_t n = (size_t)(nr * w);
             if (g->c_dtype == MP_DTYPE_FLOAT16)
-                pl->sa.cvt->f32_to_f16(buf, (mp_half *)half, n);
+                pl->cvt->f32_to_f16(buf, (mp_half *)half, n);
             else if (g->c_dtype == MP_DTYPE_BFLOAT16)
-                pl->sa.cvt->f32_to_bf16(buf, (mp_bf16 *)half, n);
+                pl->cvt->f32_to_bf16(buf, (mp_bf16 *)half, n);
             for (int64_t r = 0; r < nr; r++) {
                 int64_t at = (i + r0 + r) * g->ldc + j + q0;
                 if (g->c_dtype == MP_DTYPE_FLOAT32)
@@ -353,7 +354,7 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
             bias[j] = g->bias_scale * load_f(g->bias, g->bias_dtype, j * g->bias_stride);
         pl.bias = bias;
     }
-    pl.sa.cvt = cvt;
+    pl.cvt = cvt;
     if (g->k <= 0 || g->alpha == 0.0f) {      /* C = act(beta * C + bias): A, B not read */
         epilogue(&pl, NULL, 0, 0, 0, g->m, g->n);
         free(bias);

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "gemm_pack.h"
+#include "gemm_avx512_store.h"
 #include "gemm_ukr.h"
 
 #define MR 12
@@ -18,17 +19,6 @@
         __m512 av = _mm512_set1_ps(a[r]);                                                    \
         c##r##a = _mm512_fmadd_ps(av, b0, c##r##a);                                          \
         c##r##b = _mm512_fmadd_ps(av, b1, c##r##b);                                          \
-    } while (0)
-
-#define ROW_STORE(r)                                                                         \
-    do {                                                                                     \
-        float *cr = c + (r) * ldc;                                                           \
-        if (accumulate) {                                                                    \
-            c##r##a = _mm512_add_ps(_mm512_loadu_ps(cr), c##r##a);                           \
-            c##r##b = _mm512_add_ps(_mm512_loadu_ps(cr + 16), c##r##b);                      \
-        }                                                                                    \
-        _mm512_storeu_ps(cr, c##r##a);                                                       \
-        _mm512_storeu_ps(cr + 16, c##r##b);                                                  \
     } while (0)
 
 /* 24 independent chains: FMA latency 4 x 2 per cycle needs 8; 24 + 2 B vectors + 1 broadcast

@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "gemm_avx512_store.h"
 #include "gemm_ukr.h"
 
 #define MR 12
@@ -18,17 +19,6 @@
         __m512bh av = pair(a + 2 * (r));                                                     \
         c##r##a = _mm512_dpbf16_ps(c##r##a, av, b0);                                         \
         c##r##b = _mm512_dpbf16_ps(c##r##b, av, b1);                                         \
-    } while (0)
-
-#define ROW_STORE(r)                                                                         \
-    do {                                                                                     \
-        float *cr = c + (r) * ldc;                                                           \
-        if (accumulate) {                                                                    \
-            c##r##a = _mm512_add_ps(_mm512_loadu_ps(cr), c##r##a);                           \
-            c##r##b = _mm512_add_ps(_mm512_loadu_ps(cr + 16), c##r##b);                      \
-        }                                                                                    \
-        _mm512_storeu_ps(cr, c##r##a);                                                       \
-        _mm512_storeu_ps(cr + 16, c##r##b);                                                  \
     } while (0)
 
 /* The two bf16 values of one row's k pair, as one 32-bit value in every lane (vpbroadcastd). */
