@@ -28,6 +28,18 @@
 #define MIN(x, y) ((x) < (y) ? (x) : (y))
 #define ROUND_UP(x, r) (((x) + (r) - 1) / (r) * (r))
 
+/* The block size for an extent cut into blocks of at most max: equal blocks rounded up to a
+ * multiple of align (never above max when max is a multiple of align), so 4096 columns with
+ * NC 4080 are two blocks of 2048, not 4080 + a 16-column sliver that repacks all of A. */
+static int64_t balanced(int64_t extent, int64_t max, int64_t align)
+{
+    if (extent <= max)
+        return extent;
+    int64_t blocks = (extent + max - 1) / max;
+    int64_t b = ROUND_UP((extent + blocks - 1) / blocks, align);
+    return b < max ? b : max;
+}
+
 #define GEMM_CACHED_BUFFERS 4
 #define GEMM_CACHED_MAX_BYTES ((size_t)32 << 20)
 
@@ -235,11 +247,15 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     int64_t m = i1 - i0, n = j1 - j0, k = g->k;
     int mr = u->mr, nr = u->nr;
     size_t esz = mp_gemm_panel_elem_size(u->format);
-    int64_t kcap = MIN(u->kc, k);
+    /* KC depends on k alone, so every piece sums in the same order (bit-identical results for
+     * any thread count); a multiple of 8 keeps the packing on its 8-wide path. */
+    int64_t kcb = balanced(k, u->kc, 8), mcb = balanced(m, u->mc, mr);
+    int64_t ncb = balanced(n, u->nc, nr);
+    int64_t kcap = kcb;
     int64_t apanel = mp_gemm_panel_elems(u->format, mr, kcap);
     int64_t bpanel = mp_gemm_panel_elems(u->format, nr, kcap);
-    size_t abytes = ROUND_UP((size_t)(ROUND_UP(MIN(u->mc, m), mr) / mr * apanel) * esz, 64);
-    size_t bbytes = ROUND_UP((size_t)(ROUND_UP(MIN(u->nc, n), nr) / nr * bpanel) * esz, 64);
+    size_t abytes = ROUND_UP((size_t)(ROUND_UP(mcb, mr) / mr * apanel) * esz, 64);
+    size_t bbytes = ROUND_UP((size_t)(ROUND_UP(ncb, nr) / nr * bpanel) * esz, 64);
     target_kind tk = TARGET_TILE;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
         tk = TARGET_C;                      /* fp32 C holds the partial sums itself */
@@ -259,16 +275,16 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     _Alignas(64) float tile[GEMM_MAX_TILE], edge[GEMM_MAX_TILE];
     float *cf = (float *)g->c;
     mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
-    for (int64_t jc = 0; jc < n; jc += u->nc) {
-        int64_t nc = MIN(u->nc, n - jc);
-        for (int64_t pc = 0; pc < k; pc += u->kc) {
-            int64_t kc = MIN(u->kc, k - pc);
+    for (int64_t jc = 0; jc < n; jc += ncb) {
+        int64_t nc = MIN(ncb, n - jc);
+        for (int64_t pc = 0; pc < k; pc += kcb) {
+            int64_t kc = MIN(kcb, k - pc);
             int last = pc + kc == k;
             int64_t as = mp_gemm_panel_elems(u->format, mr, kc) * (int64_t)esz;
             int64_t bs = mp_gemm_panel_elems(u->format, nr, kc) * (int64_t)esz;
             pack(&pl->sb, u->format, nr, j0 + jc, nc, pc, kc, bp);
-            for (int64_t ic = 0; ic < m; ic += u->mc) {
-                int64_t mc = MIN(u->mc, m - ic);
+            for (int64_t ic = 0; ic < m; ic += mcb) {
+                int64_t mc = MIN(mcb, m - ic);
                 pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     for (int64_t ir = 0; ir < mc; ir += mr) {

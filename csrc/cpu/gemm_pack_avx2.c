@@ -6,7 +6,6 @@
  * for bit - except that vcvtph2ps quiets a signalling NaN, which cannot change a product (NaN
  * in, NaN out). Partial panels and k tails go to the portable code. */
 #include <immintrin.h>
-#include <string.h>
 
 #include "gemm_pack.h"
 
@@ -49,21 +48,44 @@ static inline void block8(const mp_pack_src *s, int64_t r0, int n, int64_t k0, _
     transpose8(r);
 }
 
-/* Lanes 0..n-1 of v to d. */
+/* Lanes 0..n-1 of v to d, in at most three stores (no memcpy call: n is 6 for every A
+ * panel, and a libc call per 24 bytes cost more than the transpose). */
 static inline void store_lanes(float *d, __m256 v, int n)
 {
     if (n == 8) {
         _mm256_storeu_ps(d, v);
-    } else if (n >= 4) {
-        _mm_storeu_ps(d, _mm256_castps256_ps128(v));
-        float t[4];
-        _mm_storeu_ps(t, _mm256_extractf128_ps(v, 1));
-        memcpy(d + 4, t, sizeof(float) * (size_t)(n - 4));
-    } else {
-        float t[8];
-        _mm256_storeu_ps(t, v);
-        memcpy(d, t, sizeof(float) * (size_t)n);
+        return;
     }
+    __m128 h = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(d, h);
+        h = _mm256_extractf128_ps(v, 1);
+        d += 4, n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)d, h);
+        h = _mm_movehl_ps(h, h);
+        d += 2, n -= 2;
+    }
+    if (n)
+        _mm_store_ss(d, h);
+}
+
+/* w floats from s to d (w is a panel width: 6, 16, 32 ...), without a libc call. */
+static inline void copy_floats(float *d, const float *s, int w)
+{
+    for (; w >= 8; w -= 8, s += 8, d += 8)
+        _mm256_storeu_ps(d, _mm256_loadu_ps(s));
+    if (w >= 4) {
+        _mm_storeu_ps(d, _mm_loadu_ps(s));
+        w -= 4, s += 4, d += 4;
+    }
+    if (w >= 2) {
+        _mm_storel_pi((__m64 *)d, _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)s));
+        w -= 2, s += 2, d += 2;
+    }
+    if (w)
+        *d = *s;
 }
 
 /* One full panel (rows == w) of a source contiguous along k, rows in groups of 8; returns
@@ -86,8 +108,9 @@ static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0
 }
 
 /* npan full panels of a source contiguous along the panel, k by k: each k reads one
- * contiguous run of the source (a row of B), so the reads stream instead of striding. fp16 and
- * bf16 runs are converted in one call per RUN values, then dealt out to the panels. */
+ * contiguous run of the source (a row of B), so the reads stream instead of striding. Widths
+ * that are a multiple of 8 convert straight into the panels; fp16 and bf16 runs of other
+ * widths are converted in one call per RUN values, then dealt out. */
 #define RUN 1536
 static void panels_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t npan,
                               int64_t k0, int64_t kc, float *dst)
@@ -97,25 +120,27 @@ static void panels_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t n
     for (int64_t p = 0; p < kc; p++) {
         int64_t off = r0 + (k0 + p) * s->ks;
         float *d = dst + p * w;
-        if (s->dtype == MP_DTYPE_FLOAT32 && w % 8 == 0) {
+        if (w % 8 == 0) {           /* B panels: convert straight into the panel */
             for (int64_t i = 0; i < npan; i++, off += w, d += step)
                 for (int v = 0; v < w; v += 8)
-                    _mm256_storeu_ps(d + v, _mm256_loadu_ps((const float *)s->base + off + v));
+                    _mm256_storeu_ps(d + v, load8(s, off + v));
+            continue;
+        }
+        if (s->dtype == MP_DTYPE_FLOAT32) {
+            for (int64_t i = 0; i < npan; i++, off += w, d += step)
+                copy_floats(d, (const float *)s->base + off, w);
             continue;
         }
         for (int64_t i0 = 0; i0 < npan; i0 += per) {
             int64_t np = npan - i0 < per ? npan - i0 : per;
-            const float *src = run;
-            if (s->dtype == MP_DTYPE_FLOAT32)
-                src = (const float *)s->base + off + i0 * w;
-            else if (s->dtype == MP_DTYPE_FLOAT16)
+            if (s->dtype == MP_DTYPE_FLOAT16)
                 s->cvt->f16_to_f32((const mp_half *)s->base + off + i0 * w, run,
                                    (size_t)(np * w));
             else
                 s->cvt->bf16_to_f32((const mp_bf16 *)s->base + off + i0 * w, run,
                                     (size_t)(np * w));
             for (int64_t i = 0; i < np; i++)
-                memcpy(d + (i0 + i) * step, src + i * w, sizeof(float) * (size_t)w);
+                copy_floats(d + (i0 + i) * step, run + i * w, w);
         }
     }
 }
