@@ -303,3 +303,36 @@ def test_training_loop_does_not_leak():
     tracemalloc.stop()
     assert sum(d.size_diff for d in s2.compare_to(s1, "filename")) < 20_000
     assert stats()["in_use_bytes"] == base
+
+
+def test_first_gradient_becomes_grad_without_a_copy():
+    """As torch's AccumulateGrad: a gradient only the engine holds is stored as .grad itself
+    (one allocation in this backward: the product grad * c), values unchanged."""
+    stats = mpamp.backends.cpu.allocator_stats
+    w = mpamp.randn(1000, requires_grad=True)
+    c, g = mpamp.randn(1000), mpamp.ones(1000)
+    z = w * c
+    before = stats()["allocs"]
+    z.backward(g)
+    assert stats()["allocs"] - before == 1
+    np.testing.assert_array_equal(to_numpy(w.grad), to_numpy(c))
+
+
+def test_a_gradient_someone_else_holds_is_copied_into_grad():
+    """A gradient the caller holds (or a view, or one of another dtype) is never aliased:
+    changing it afterwards must not change .grad."""
+    w = mpamp.zeros(4, requires_grad=True)
+    g = mpamp.tensor([1.0, 2.0, 3.0, 4.0])
+    w.backward(g)
+    assert w.grad.data_ptr() != g.data_ptr()
+    g.add_(10.0)
+    np.testing.assert_array_equal(to_numpy(w.grad), [1.0, 2.0, 3.0, 4.0])
+    v = mpamp.zeros(2, requires_grad=True)
+    base = mpamp.tensor([5.0, 6.0, 7.0, 8.0])
+    v.backward(base[::2])                       # a strided view: copied, contiguous
+    assert v.grad.is_contiguous()
+    np.testing.assert_array_equal(to_numpy(v.grad), [5.0, 7.0])
+    h = mpamp.zeros(3, dtype=mpamp.float16, requires_grad=True)
+    (h.float() * 2).sum().backward()            # fp32 gradient cast to the leaf's fp16
+    assert h.grad.dtype == mpamp.float16
+    np.testing.assert_array_equal(to_numpy(h.grad), [2.0, 2.0, 2.0])

@@ -225,6 +225,19 @@ static mp_status add_into(mp_tensor **slot, mp_tensor *g)
     return MP_OK;
 }
 
+/* A first gradient can become .grad itself when nothing else can see it: only the engine's
+ * buffer holds the tensor and only the tensor holds its storage, which is ours, exactly its
+ * size, contiguous, in the leaf's dtype and device, outside any graph. Otherwise .grad is a
+ * copy, so a later in-place accumulation cannot change a tensor someone else holds. */
+static int can_steal(const mp_tensor *g, const mp_tensor *leaf)
+{
+    const mp_storage *s = g->storage;
+    return g->refcount == 1 && s->refcount == 1 && !s->release && g->dtype == leaf->dtype &&
+           s->device == leaf->storage->device && g->offset == 0 && !g->grad_fn &&
+           !g->requires_grad && !g->wrapped_number && mp_tensor_is_contiguous(g) &&
+           s->nbytes == (size_t)mp_tensor_numel(g) * mp_dtype_size(g->dtype);
+}
+
 static mp_status accumulate_backward(mp_node *node, mp_tensor **grads_out,
                                      mp_tensor **grads_in)
 {
@@ -233,6 +246,11 @@ static mp_status accumulate_backward(mp_node *node, mp_tensor **grads_out,
     if (!g)
         return MP_OK;
     if (!leaf->grad) {
+        if (can_steal(g, leaf)) {          /* as torch's AccumulateGrad: no copy */
+            mp_tensor_incref(g);
+            leaf->grad = g;
+            return MP_OK;
+        }
         /* a fresh, contiguous tensor of the leaf's dtype (never an alias of g) */
         return mp_tensor_cast(g, leaf->dtype, &leaf->grad);
     }

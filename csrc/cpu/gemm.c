@@ -4,8 +4,9 @@
  * columns of B, KC-deep slices of B packed once into NR-wide panels, MC rows of A packed into
  * MR-high panels, and runs the micro-kernel (gemm_ukr.h) on every MR x NR tile. Results are
  * accumulated in fp32: in C itself when C is fp32 and nothing else is to be done, otherwise in
- * a tile buffer (one KC slice) or an fp32 scratch (several), from which the epilogue - alpha,
- * beta * C, bias, activation, rounding to C's dtype - writes C once, while the tile is in L1. */
+ * a strip buffer (MC x NR, one KC slice) or an fp32 scratch (several), from which the
+ * epilogue - alpha, beta * C, bias, activation, rounding to C's dtype - writes C once, a strip
+ * at a time while it is still in cache. */
 #include "gemm.h"
 
 #include <pthread.h>
@@ -43,7 +44,7 @@ static int64_t balanced(int64_t extent, int64_t max, int64_t align)
 #define GEMM_CACHED_BUFFERS 4
 #define GEMM_CACHED_MAX_BYTES ((size_t)32 << 20)
 
-typedef enum { TARGET_C, TARGET_SCRATCH, TARGET_TILE } target_kind;
+typedef enum { TARGET_C, TARGET_SCRATCH, TARGET_STRIP } target_kind;
 
 /* Packing buffers outlive a call: a training step runs the same products every step, and a
  * fresh multi-MiB block from malloc is a fresh mmap, page-faulted and zeroed each time. A few
@@ -178,11 +179,27 @@ static float load_f(const void *p, mp_dtype dt, int64_t i)
     }
 }
 
+/* bytes (even) from src to dst in fixed-size moves the compiler inlines: rows here are a
+ * strip's 16 or 32 values, and a libc memcpy call per row cost more than the row. */
+static inline void copy_row(void *dst, const void *src, size_t bytes)
+{
+    char *d = dst;
+    const char *s = src;
+    for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
+        memcpy(d, s, 16);
+    if (bytes >= 8)
+        memcpy(d, s, 8), bytes -= 8, d += 8, s += 8;
+    if (bytes >= 4)
+        memcpy(d, s, 4), bytes -= 4, d += 4, s += 4;
+    if (bytes >= 2)
+        memcpy(d, s, 2);
+}
+
 /* C[i.., j..] for rows x cols from the fp32 accumulators acc (row stride ldacc; NULL: 0).
  * Blocks of up to EPI_BUF values (a whole micro-tile at once): the arithmetic in loops the
  * compiler vectorises, then one call of the dispatch table's vector cast per block for
  * fp16/bf16 (bit-identical to the scalar casts) - a call per tile row cost ~15% of a product
- * with a short K. */
+ * with a short K. run_piece calls it once per finished strip (MC rows x NR columns). */
 #define EPI_BUF 512
 static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i, int64_t j,
                      int64_t rows, int64_t cols)
@@ -222,9 +239,9 @@ static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i,
             for (int64_t r = 0; r < nr; r++) {
                 int64_t at = (i + r0 + r) * g->ldc + j + q0;
                 if (g->c_dtype == MP_DTYPE_FLOAT32)
-                    memcpy((float *)g->c + at, buf + r * w, sizeof(float) * (size_t)w);
+                    copy_row((float *)g->c + at, buf + r * w, sizeof(float) * (size_t)w);
                 else
-                    memcpy((uint16_t *)g->c + at, half + r * w, sizeof(uint16_t) * (size_t)w);
+                    copy_row((uint16_t *)g->c + at, half + r * w, sizeof(uint16_t) * (size_t)w);
             }
         }
     }
@@ -256,12 +273,14 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     int64_t bpanel = mp_gemm_panel_elems(u->format, nr, kcap);
     size_t abytes = ROUND_UP((size_t)(ROUND_UP(mcb, mr) / mr * apanel) * esz, 64);
     size_t bbytes = ROUND_UP((size_t)(ROUND_UP(ncb, nr) / nr * bpanel) * esz, 64);
-    target_kind tk = TARGET_TILE;
+    target_kind tk = TARGET_STRIP;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
         tk = TARGET_C;                      /* fp32 C holds the partial sums itself */
     else if (k > u->kc)
         tk = TARGET_SCRATCH;
-    size_t sbytes = tk == TARGET_SCRATCH ? (size_t)m * (size_t)n * sizeof(float) : 0;
+    size_t sbytes = tk == TARGET_SCRATCH ? (size_t)m * (size_t)n * sizeof(float)
+                    : tk == TARGET_STRIP ? (size_t)ROUND_UP(mcb, mr) * (size_t)nr * sizeof(float)
+                    : 0;
     _Alignas(64) char stack[GEMM_STACK_BYTES];
     char *buf = stack;
     size_t bufsize = 0;
@@ -271,8 +290,8 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
             return MP_ERR_NOMEM;
     }
     char *ap = buf, *bp = buf + abytes;
-    float *scratch = (float *)(buf + abytes + bbytes);
-    _Alignas(64) float tile[GEMM_MAX_TILE], edge[GEMM_MAX_TILE];
+    float *scratch = (float *)(buf + abytes + bbytes);   /* or the strip */
+    _Alignas(64) float edge[GEMM_MAX_TILE];
     float *cf = (float *)g->c;
     mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
     for (int64_t jc = 0; jc < n; jc += ncb) {
@@ -287,28 +306,37 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
                 int64_t mc = MIN(mcb, m - ic);
                 pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
+                    int64_t cols = MIN(nr, nc - jr), gj = j0 + jc + jr;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
-                        int64_t gi = i0 + ic + ir, gj = j0 + jc + jr;
-                        int64_t rows = MIN(mr, mc - ir), cols = MIN(nr, nc - jr), ldt;
+                        int64_t rows = MIN(mr, mc - ir), ldt;
                         float *t;
                         int acc = pc > 0;
                         if (tk == TARGET_C) {
-                            t = cf + gi * g->ldc + gj, ldt = g->ldc;
+                            t = cf + (i0 + ic + ir) * g->ldc + gj, ldt = g->ldc;
                             acc |= pl->direct && g->beta != 0.0f;
                         } else if (tk == TARGET_SCRATCH) {
                             t = scratch + (ic + ir) * n + jc + jr, ldt = n;
                         } else {
-                            t = tile, ldt = nr;
+                            t = scratch + ir * nr, ldt = nr;
                         }
                         const char *pa = ap + (ir / mr) * as, *pb = bp + (jr / nr) * bs;
-                        if ((rows == mr && cols == nr) || tk == TARGET_TILE) {
+                        if ((rows == mr && cols == nr) || tk == TARGET_STRIP) {
                             u->kernel(kc, pa, pb, t, ldt, acc);
                         } else {
                             u->kernel(kc, pa, pb, edge, nr, 0);
                             merge(edge, nr, t, ldt, rows, cols, acc);
                         }
-                        if (last && !pl->direct)
-                            epilogue(pl, t, ldt, gi, gj, rows, cols);
+                    }
+                    /* The strip of mc x NR just finished (in L1/L2) goes to C: one epilogue
+                     * per strip, not per tile (a call per 6 x 16 tile cost ~5% of a step). */
+                    if (last && !pl->direct) {
+                        if (tk == TARGET_C)
+                            epilogue(pl, cf + (i0 + ic) * g->ldc + gj, g->ldc, i0 + ic, gj, mc,
+                                     cols);
+                        else if (tk == TARGET_SCRATCH)
+                            epilogue(pl, scratch + ic * n + jc + jr, n, i0 + ic, gj, mc, cols);
+                        else
+                            epilogue(pl, scratch, nr, i0 + ic, gj, mc, cols);
                     }
                 }
             }
