@@ -133,6 +133,26 @@ def test_threads_give_bit_identical_results(rng):
         np.testing.assert_array_equal(outs[0], outs[2])
 
 
+def test_blocked_shapes_with_every_output_dtype(rng):
+    """Past every cache block at once: two MC blocks, two NC blocks of a width that ends in a
+    partial cache-line group, two KC passes; fp16/bf16 output goes through the scratch and the
+    group epilogue, fp32 with a bias through C itself. Every ISA, 1 and 2 threads."""
+    m, n, k = 150, 4100, 400
+    a, an = rounded(rng, (m, k), "float16")
+    b, bn = rounded(rng, (n, k), "float16")
+    bias, biasn = rounded(rng, (n,), "float32")
+    ref = an @ bn.T + biasn
+    mag = np.abs(an) @ np.abs(bn.T) + np.abs(biasn)
+    for cdt in DTYPES:
+        for isa in ISAS:
+            outs = []
+            for threads in (1, 2):
+                c = mpamp.empty(m, n, dtype=cdt)
+                outs.append(run(a, b, c, tb=True, bias=bias, isa=isa, threads=threads))
+                check(outs[-1], ref, mag, k, cdt)
+            np.testing.assert_array_equal(outs[0], outs[1])
+
+
 def test_vector_kernels_agree_with_scalar(rng):
     """Not bit-equal (FMA rounds once, the portable kernel twice), but both within the bound
     of the float64 product, and close to each other."""

@@ -4,9 +4,9 @@
  * columns of B, KC-deep slices of B packed once into NR-wide panels, MC rows of A packed into
  * MR-high panels, and runs the micro-kernel (gemm_ukr.h) on every MR x NR tile. Results are
  * accumulated in fp32: in C itself when C is fp32 and nothing else is to be done, otherwise in
- * a strip buffer (MC x NR, one KC slice) or an fp32 scratch (several), from which the
- * epilogue - alpha, beta * C, bias, activation, rounding to C's dtype - writes C once, a strip
- * at a time while it is still in cache. */
+ * a buffer of one group of strips (one KC slice) or an fp32 scratch (several), from which the
+ * epilogue - alpha, beta * C, bias, activation, rounding to C's dtype - writes C once, a group
+ * of whole cache lines at a time. */
 #include "gemm.h"
 
 #include <pthread.h>
@@ -21,6 +21,7 @@
 #define GEMM_STACK_BYTES (40 * 1024)     /* small products pack on the stack: no malloc */
 #define GEMM_THREAD_MACS (1 << 21)       /* fewer multiply-adds than this: one thread */
 #define GEMM_MAX_TILE 512                /* MR * NR of the largest micro-kernel */
+#define GEMM_GROUP_COLS 256              /* a multiple of every NR: see run_piece */
 #define GEMM_MAX_PIECES 64
 #ifndef GEMM_PIECES_PER_THREAD
 #define GEMM_PIECES_PER_THREAD 2         /* more pieces than threads: a busy core takes fewer */
@@ -44,7 +45,7 @@ static int64_t balanced(int64_t extent, int64_t max, int64_t align)
 #define GEMM_CACHED_BUFFERS 4
 #define GEMM_CACHED_MAX_BYTES ((size_t)32 << 20)
 
-typedef enum { TARGET_C, TARGET_SCRATCH, TARGET_STRIP } target_kind;
+typedef enum { TARGET_C, TARGET_SCRATCH, TARGET_GROUP } target_kind;
 
 /* Packing buffers outlive a call: a training step runs the same products every step, and a
  * fresh multi-MiB block from malloc is a fresh mmap, page-faulted and zeroed each time. A few
@@ -179,8 +180,8 @@ static float load_f(const void *p, mp_dtype dt, int64_t i)
     }
 }
 
-/* bytes (even) from src to dst in fixed-size moves the compiler inlines: rows here are a
- * strip's 16 or 32 values, and a libc memcpy call per row cost more than the row. */
+/* bytes (even) from src to dst in fixed-size moves the compiler inlines: rows of a tile are
+ * 16 or 32 values, and a libc memcpy call per row cost more than the row. */
 static inline void copy_row(void *dst, const void *src, size_t bytes)
 {
     char *d = dst;
@@ -195,54 +196,67 @@ static inline void copy_row(void *dst, const void *src, size_t bytes)
         memcpy(d, s, 2);
 }
 
-/* C[i.., j..] for rows x cols from the fp32 accumulators acc (row stride ldacc; NULL: 0).
- * Blocks of up to EPI_BUF values (a whole micro-tile at once): the arithmetic in loops the
- * compiler vectorises, then one call of the dispatch table's vector cast per block for
- * fp16/bf16 (bit-identical to the scalar casts) - a call per tile row cost ~15% of a product
- * with a short K. run_piece calls it once per finished strip (MC rows x NR columns). */
-#define EPI_BUF 512
+/* C[i.., j..] for rows x cols from the fp32 accumulators acc (row stride ldacc; NULL: 0),
+ * a row (up to EPI_ROW values) at a time: alpha, beta * C, bias and the activation in loops the
+ * compiler vectorises, then the row goes to C - copied, or rounded by the dispatch table's
+ * vector cast (bit-identical to the scalar casts) straight into C. A plain product skips the
+ * arithmetic. Rows are long (run_piece hands over groups 256 columns wide), so the calls are
+ * few and the stores run along C's lines. */
+#define EPI_ROW 512
+#define EPI_AHEAD 2
+
+/* Asks for the lines of C a row will be written to, a few rows ahead: each row of C is a
+ * fresh miss (ldc apart, beyond the hardware prefetcher), and the stores alone kept only a
+ * few misses in flight. */
+static inline void prefetch_row(const char *p, size_t bytes)
+{
+    for (size_t o = 0; o < bytes; o += 64)
+        __builtin_prefetch(p + o, 1, 3);
+    __builtin_prefetch(p + bytes - 1, 1, 3);
+}
+
 static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i, int64_t j,
                      int64_t rows, int64_t cols)
 {
     const mp_gemm_args *g = pl->g;
-    float buf[EPI_BUF];
-    uint16_t half[EPI_BUF];
-    for (int64_t q0 = 0; q0 < cols; q0 += EPI_BUF) {
-        int64_t w = MIN(EPI_BUF, cols - q0), band = EPI_BUF / w;
+    const float alpha = g->alpha, beta = g->beta;
+    const int plain = acc && alpha == 1.0f && beta == 0.0f && !pl->bias &&
+                      g->act == MP_GEMM_ACT_NONE;
+    const size_t csz = mp_dtype_size(g->c_dtype);
+    float buf[EPI_ROW];
+    for (int64_t q0 = 0; q0 < cols; q0 += EPI_ROW) {
+        int64_t w = MIN(EPI_ROW, cols - q0);
         const float *bias = pl->bias ? pl->bias + j + q0 : NULL;
-        for (int64_t r0 = 0; r0 < rows; r0 += band) {
-            int64_t nr = MIN(band, rows - r0);
-            for (int64_t r = 0; r < nr; r++) {
-                float *v = buf + r * w;
-                const float *ar = acc ? acc + (r0 + r) * ldacc + q0 : NULL;
-                int64_t at = (i + r0 + r) * g->ldc + j + q0;
+        for (int64_t r = 0; r < rows; r++) {
+            const float *ar = acc ? acc + r * ldacc + q0 : NULL;
+            int64_t at = (i + r) * g->ldc + j + q0;
+            if (r + EPI_AHEAD < rows)
+                prefetch_row((const char *)g->c + (at + EPI_AHEAD * g->ldc) * (int64_t)csz,
+                             (size_t)w * csz);
+            const float *v = ar;
+            if (!plain) {
                 for (int64_t q = 0; q < w; q++)
-                    v[q] = ar ? g->alpha * ar[q] : 0.0f;
-                if (g->beta != 0.0f)             /* only with an fp32 C */
+                    buf[q] = ar ? alpha * ar[q] : 0.0f;
+                if (beta != 0.0f)             /* only with an fp32 C */
                     for (int64_t q = 0; q < w; q++)
-                        v[q] += g->beta * ((const float *)g->c)[at + q];
+                        buf[q] += beta * ((const float *)g->c)[at + q];
                 if (bias)
                     for (int64_t q = 0; q < w; q++)
-                        v[q] += bias[q];
+                        buf[q] += bias[q];
                 if (g->act == MP_GEMM_ACT_RELU)
                     for (int64_t q = 0; q < w; q++)
-                        v[q] = mp_relu(v[q]);
+                        buf[q] = mp_relu(buf[q]);
                 else if (g->act == MP_GEMM_ACT_GELU)
                     for (int64_t q = 0; q < w; q++)
-                        v[q] = mp_gelu(v[q]);
+                        buf[q] = mp_gelu(buf[q]);
+                v = buf;
             }
-            size_t n = (size_t)(nr * w);
             if (g->c_dtype == MP_DTYPE_FLOAT16)
-                pl->cvt->f32_to_f16(buf, (mp_half *)half, n);
+                pl->cvt->f32_to_f16(v, (mp_half *)g->c + at, (size_t)w);
             else if (g->c_dtype == MP_DTYPE_BFLOAT16)
-                pl->cvt->f32_to_bf16(buf, (mp_bf16 *)half, n);
-            for (int64_t r = 0; r < nr; r++) {
-                int64_t at = (i + r0 + r) * g->ldc + j + q0;
-                if (g->c_dtype == MP_DTYPE_FLOAT32)
-                    copy_row((float *)g->c + at, buf + r * w, sizeof(float) * (size_t)w);
-                else
-                    copy_row((uint16_t *)g->c + at, half + r * w, sizeof(uint16_t) * (size_t)w);
-            }
+                pl->cvt->f32_to_bf16(v, (mp_bf16 *)g->c + at, (size_t)w);
+            else if (v != (const float *)g->c + at)
+                copy_row((float *)g->c + at, v, sizeof(float) * (size_t)w);
         }
     }
 }
@@ -273,14 +287,24 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     int64_t bpanel = mp_gemm_panel_elems(u->format, nr, kcap);
     size_t abytes = ROUND_UP((size_t)(ROUND_UP(mcb, mr) / mr * apanel) * esz, 64);
     size_t bbytes = ROUND_UP((size_t)(ROUND_UP(ncb, nr) / nr * bpanel) * esz, 64);
-    target_kind tk = TARGET_STRIP;
+    target_kind tk = TARGET_GROUP;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
         tk = TARGET_C;                      /* fp32 C holds the partial sums itself */
     else if (k > u->kc)
         tk = TARGET_SCRATCH;
-    size_t sbytes = tk == TARGET_SCRATCH ? (size_t)m * (size_t)n * sizeof(float)
-                    : tk == TARGET_STRIP ? (size_t)ROUND_UP(mcb, mr) * (size_t)nr * sizeof(float)
-                    : 0;
+    /* Otherwise the accumulators live in groups of NR-column strips 256 columns wide, each
+     * group's rows gw floats apart, and the epilogue writes C once a group is finished, along
+     * its rows. Written a tile (or a narrow strip) at a time, consecutive stores went to rows
+     * of C ldc apart - with a power-of-two ldc all in one cache set, so at most 8 misses were
+     * in flight and lines were fetched twice: any epilogue cost ~2.5 ns per element of C.
+     * TARGET_GROUP holds one group (one KC slice), TARGET_SCRATCH every group of the piece. */
+    int64_t gw = MIN(GEMM_GROUP_COLS, ROUND_UP(ncb, nr));
+    int64_t groups_per_nc = (ncb + gw - 1) / gw, mpad = ROUND_UP(m, mr);
+    size_t sbytes = 0;
+    if (tk == TARGET_SCRATCH)
+        sbytes = (size_t)((n + ncb - 1) / ncb * groups_per_nc * mpad * gw) * sizeof(float);
+    else if (tk == TARGET_GROUP)
+        sbytes = (size_t)(ROUND_UP(mcb, mr) * gw) * sizeof(float);
     _Alignas(64) char stack[GEMM_STACK_BYTES];
     char *buf = stack;
     size_t bufsize = 0;
@@ -290,7 +314,7 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
             return MP_ERR_NOMEM;
     }
     char *ap = buf, *bp = buf + abytes;
-    float *scratch = (float *)(buf + abytes + bbytes);   /* or the strip */
+    float *scratch = (float *)(buf + abytes + bbytes);      /* or the one group */
     _Alignas(64) float edge[GEMM_MAX_TILE];
     float *cf = (float *)g->c;
     mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
@@ -306,38 +330,30 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
                 int64_t mc = MIN(mcb, m - ic);
                 pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
                 for (int64_t jr = 0; jr < nc; jr += nr) {
-                    int64_t cols = MIN(nr, nc - jr), gj = j0 + jc + jr;
+                    int64_t cols = MIN(nr, nc - jr), gj = j0 + jc + jr, g0 = jr / gw * gw;
+                    float *group = scratch;
+                    if (tk == TARGET_SCRATCH)
+                        group += ((jc / ncb) * groups_per_nc + jr / gw) * mpad * gw + ic * gw;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
-                        int64_t rows = MIN(mr, mc - ir), ldt;
-                        float *t;
-                        int acc = pc > 0;
-                        if (tk == TARGET_C) {
-                            t = cf + (i0 + ic + ir) * g->ldc + gj, ldt = g->ldc;
-                            acc |= pl->direct && g->beta != 0.0f;
-                        } else if (tk == TARGET_SCRATCH) {
-                            t = scratch + (ic + ir) * n + jc + jr, ldt = n;
-                        } else {
-                            t = scratch + ir * nr, ldt = nr;
-                        }
+                        int64_t rows = MIN(mr, mc - ir), gi = i0 + ic + ir;
                         const char *pa = ap + (ir / mr) * as, *pb = bp + (jr / nr) * bs;
-                        if ((rows == mr && cols == nr) || tk == TARGET_STRIP) {
-                            u->kernel(kc, pa, pb, t, ldt, acc);
+                        if (tk != TARGET_C) {     /* a group has room for whole tiles */
+                            u->kernel(kc, pa, pb, group + ir * gw + (jr - g0), gw, pc > 0);
+                            continue;
+                        }
+                        float *t = cf + gi * g->ldc + gj;
+                        int acc = pc > 0 || (pl->direct && g->beta != 0.0f);
+                        if (rows == mr && cols == nr) {
+                            u->kernel(kc, pa, pb, t, g->ldc, acc);
                         } else {
                             u->kernel(kc, pa, pb, edge, nr, 0);
-                            merge(edge, nr, t, ldt, rows, cols, acc);
+                            merge(edge, nr, t, g->ldc, rows, cols, acc);
                         }
+                        if (last && !pl->direct)      /* alpha, bias, activation in place */
+                            epilogue(pl, t, g->ldc, gi, gj, rows, cols);
                     }
-                    /* The strip of mc x NR just finished (in L1/L2) goes to C: one epilogue
-                     * per strip, not per tile (a call per 6 x 16 tile cost ~5% of a step). */
-                    if (last && !pl->direct) {
-                        if (tk == TARGET_C)
-                            epilogue(pl, cf + (i0 + ic) * g->ldc + gj, g->ldc, i0 + ic, gj, mc,
-                                     cols);
-                        else if (tk == TARGET_SCRATCH)
-                            epilogue(pl, scratch + ic * n + jc + jr, n, i0 + ic, gj, mc, cols);
-                        else
-                            epilogue(pl, scratch, nr, i0 + ic, gj, mc, cols);
-                    }
+                    if (last && tk != TARGET_C && (jr + nr >= nc || (jr + nr) % gw == 0))
+                        epilogue(pl, group, gw, i0 + ic, j0 + jc + g0, mc, MIN(gw, nc - g0));
                 }
             }
         }
