@@ -89,14 +89,21 @@ static inline void copy_floats(float *d, const float *s, int w)
 }
 
 /* One full panel (rows == w) of a source contiguous along k, rows in groups of 8; returns
- * the k handled (a multiple of 8). */
+ * the k handled (a multiple of 8). `ahead` rows after the panel (0 or w, all inside the block
+ * being packed) are prefetched at the same k: the rows lie a whole source row apart, beyond
+ * the hardware prefetcher, and waiting for them took most of the packing time of a row-major
+ * A (2048 x 2048 bf16: 6% of the product). */
 static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0, int64_t kc,
-                             float *dst)
+                             int ahead, float *dst)
 {
     int64_t p = 0;
+    size_t esz = mp_dtype_size(s->dtype);
     __m256 r[8];
     for (; p + 8 <= kc; p += 8) {
         float *d = dst + p * w;
+        for (int i = 0; i < ahead; i++)
+            _mm_prefetch(s->base + ((r0 + w + i) * s->rs + k0 + p) * (int64_t)esz,
+                         _MM_HINT_T0);
         for (int g = 0; g < w; g += 8) {
             int n = w - g < 8 ? w - g : 8;
             block8(s, r0 + g, n, k0 + p, r);
@@ -158,7 +165,8 @@ void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t
     } else {
         for (int64_t i = 0; i < full; i += w) {
             float *d = (float *)dst + i * kc;
-            int64_t done = panel_along_k(s, w, r0 + i, k0, kc, d);
+            int ahead = i + 2 * w <= full ? w : 0;
+            int64_t done = panel_along_k(s, w, r0 + i, k0, kc, ahead, d);
             if (done < kc)          /* the last kc % 8 k: portable, same panel layout */
                 mp_gemm_pack(s, fmt, w, r0 + i, w, k0 + done, kc - done, d + done * w);
         }
