@@ -120,6 +120,38 @@ def test_unscale_values_and_skip(rng):
     assert scaler.get_scale() == 1.5
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_large_gradients_are_checked_on_every_thread(dtype):
+    """Gradients above the threading grain are split over threads: every range is unscaled,
+    and a single inf anywhere (here in the last range) still skips the step."""
+    dt = getattr(mpamp, dtype)
+    n = 3 * (1 << 18) + 77
+    g = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+    before = mpamp.get_num_threads()
+    try:
+        mpamp.set_num_threads(3)
+        for inf_at in (None, n - 5):
+            p = nn.Parameter(mpamp.zeros(n, dtype=dt))
+            opt = PlainSGD([p], lr=1.0)
+            scaler = GradScaler("cpu", init_scale=4.0)
+            scaler.scale(mpamp.tensor(1.0))
+            scaled = g * np.float32(4.0)
+            if inf_at is not None:
+                scaled[inf_at] = np.inf
+            p.grad = mpamp.tensor(scaled).to(dt)
+            scaler.unscale_(opt)
+            expect = (mpamp.tensor(scaled).to(dt).float().numpy() * np.float32(0.25))
+            expect = mpamp.tensor(expect).to(dt).float().numpy()
+            np.testing.assert_array_equal(p.grad.float().numpy(), expect)
+            scaler.step(opt)
+            scaler.update()
+            moved = bool((p.detach().float().numpy() != 0).any())
+            assert moved == (inf_at is None)
+            assert scaler.get_scale() == (4.0 if inf_at is None else 2.0)
+    finally:
+        mpamp.set_num_threads(before)
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_low_precision_grads(dtype):
     dt = getattr(mpamp, dtype)

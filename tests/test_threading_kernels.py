@@ -48,3 +48,42 @@ def test_threaded_copies_match_one_thread(src, dst, restore_threads):
     out = mpamp.empty(n, dtype=getattr(mpamp, dst))
     out.copy_(x)
     np.testing.assert_array_equal(bits_of(out), one)
+
+
+def test_threaded_maps_match_one_thread_and_numpy(restore_threads):
+    """Large pointwise ops (forward and backward) run in row-major ranges on several threads:
+    ranges start and end inside rows, and operands may be transposed, broadcast or fp16."""
+    rng = np.random.default_rng(4)
+    a_np = rng.normal(size=(517, 1031)).astype(np.float32)     # odd sizes: ranges cut rows
+    b_np = rng.normal(size=(1031,)).astype(np.float32)
+    cases = {
+        "relu": lambda a, b: mpamp.relu(a),
+        "add broadcast": lambda a, b: a + b,
+        "mul transposed": lambda a, b: a.t().contiguous().t() * 3.0,
+        "div by a transposed view": lambda a, b: a[:, :517] / (a[:, :517].t() + 10.0),
+        "fp16 tanh": lambda a, b: mpamp.tanh(a.half()),
+        "int64 add": lambda a, b: (a * 100).long() + 7,
+    }
+    refs = {
+        "relu": np.maximum(a_np, 0),
+        "add broadcast": a_np + b_np,
+        "mul transposed": a_np * np.float32(3.0),
+        "div by a transposed view": a_np[:, :517] / (a_np[:, :517].T + np.float32(10.0)),
+    }
+    for name, f in cases.items():
+        outs = []
+        for threads in (1, 3):
+            mpamp.set_num_threads(threads)
+            outs.append(bits_of(f(mpamp.tensor(a_np), mpamp.tensor(b_np))))
+        np.testing.assert_array_equal(outs[0], outs[1], err_msg=name)
+        if name in refs:
+            np.testing.assert_array_equal(outs[0], bits_of(mpamp.tensor(refs[name])),
+                                          err_msg=name)
+    x = mpamp.tensor(a_np, requires_grad=True)
+    grads = []
+    for threads in (1, 3):
+        mpamp.set_num_threads(threads)
+        x.grad = None
+        (mpamp.sigmoid(x) * mpamp.tensor(b_np)).sum().backward()
+        grads.append(bits_of(x.grad))
+    np.testing.assert_array_equal(grads[0], grads[1])

@@ -12,7 +12,8 @@
 #define MP_MAP_MAX_IN 3
 #define MP_MAP_CHUNK 256
 
-/* in[k][0..n) are the inputs as fp32, out[0..n) receives the result; args are op constants. */
+/* in[k][0..n) are the inputs as fp32, out[0..n) receives the result; args are op constants.
+ * fn must treat each element on its own: large maps run on several threads. */
 typedef void (*mp_map_fn)(const float *const *in, float *out, int64_t n, const double *args);
 
 mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,

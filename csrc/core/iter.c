@@ -1,6 +1,8 @@
 /* iter.c - coalescing and the outer-loop walk for mp_iter (see iter.h). */
 #include "iter.h"
 
+#include "../cpu/parallel.h"
+
 void mp_iter_init(mp_iter *it, mp_tensor *const *ops, int nops)
 {
     const mp_tensor *t0 = ops[0];
@@ -61,4 +63,55 @@ void mp_iter_run(const mp_iter *it, mp_iter_fn fn, void *ctx)
         if (d < 0)
             return;
     }
+}
+
+typedef struct {
+    const mp_iter *it;
+    mp_iter_fn fn;
+    void *ctx;
+} range_walk;
+
+/* Elements [begin, end) of the walk in row-major order: the first and last inner runs may be
+ * partial. */
+static void walk_range(void *vw, int64_t begin, int64_t end)
+{
+    const range_walk *w = vw;
+    const mp_iter *it = w->it;
+    int inner = it->ndim - 1;
+    int64_t idx[MP_MAX_DIMS], rest = begin;
+    for (int d = inner; d >= 0; d--) {
+        idx[d] = rest % it->shape[d];
+        rest /= it->shape[d];
+    }
+    char *ptrs[MP_ITER_MAX_OPS];
+    int64_t inner_strides[MP_ITER_MAX_OPS];
+    for (int k = 0; k < it->nops; k++)
+        inner_strides[k] = it->strides[k][inner];
+    for (int64_t at = begin; at < end;) {
+        int64_t n = it->shape[inner] - idx[inner];
+        if (n > end - at)
+            n = end - at;
+        for (int k = 0; k < it->nops; k++) {
+            int64_t off = 0;
+            for (int d = 0; d <= inner; d++)
+                off += idx[d] * it->strides[k][d];
+            ptrs[k] = it->base[k] + off * (int64_t)it->itemsize[k];
+        }
+        w->fn(ptrs, inner_strides, n, w->ctx);
+        at += n;
+        idx[inner] = 0;
+        int d = inner - 1;
+        while (d >= 0 && ++idx[d] == it->shape[d])
+            idx[d--] = 0;
+    }
+}
+
+void mp_iter_run_parallel(const mp_iter *it, mp_iter_fn fn, void *ctx, int64_t grain)
+{
+    if (it->numel < 2 * grain || mp_get_num_threads() < 2) {
+        mp_iter_run(it, fn, ctx);
+        return;
+    }
+    range_walk w = {it, fn, ctx};
+    mp_parallel_for(it->numel, grain, walk_range, &w);
 }

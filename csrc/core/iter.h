@@ -25,4 +25,10 @@ void mp_iter_init(mp_iter *it, mp_tensor *const *ops, int nops);
 typedef void (*mp_iter_fn)(char **ptrs, const int64_t *strides, int64_t n, void *ctx);
 void mp_iter_run(const mp_iter *it, mp_iter_fn fn, void *ctx);
 
+/* The same walk cut into contiguous ranges of elements (in row-major order) run on the
+ * threads of mp_parallel_for, each at least `grain` elements. Only for fn that treat every
+ * element on its own and only read ctx (maps, casts): never for reductions or anything with
+ * state, and never when an output overlaps an input other than element for element. */
+void mp_iter_run_parallel(const mp_iter *it, mp_iter_fn fn, void *ctx, int64_t grain);
+
 #endif

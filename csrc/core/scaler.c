@@ -5,6 +5,7 @@
 #include "optim.h"
 
 #include "../cpu/dispatch.h"
+#include "../cpu/parallel.h"
 
 #define CHUNK 1024
 
@@ -33,15 +34,15 @@ static int check_f32(float *g, int64_t n, float inv, int write)
     return found;
 }
 
-static int check_half(mp_tensor *t, float inv, int write)
+/* Elements [b, e) of an fp16/bf16 gradient, through fp32 chunks. */
+static int check_half(mp_tensor *t, int64_t b, int64_t e, float inv, int write)
 {
     const mp_cpu_kernels *k = mp_cpu();
-    int64_t n = mp_tensor_numel(t);
     void *data = mp_tensor_data(t);
     float buf[CHUNK];
     int found = 0;
-    for (int64_t s = 0; s < n; s += CHUNK) {
-        int64_t len = n - s < CHUNK ? n - s : CHUNK;
+    for (int64_t s = b; s < e; s += CHUNK) {
+        int64_t len = e - s < CHUNK ? e - s : CHUNK;
         if (t->dtype == MP_DTYPE_FLOAT16)
             k->f16_to_f32((const mp_half *)data + s, buf, (size_t)len);
         else
@@ -55,6 +56,27 @@ static int check_half(mp_tensor *t, float inv, int write)
             k->f32_to_bf16(buf, (mp_bf16 *)data + s, (size_t)len);
     }
     return found;
+}
+
+/* A large gradient is checked on several threads (elements are independent; the flag is an
+ * OR). Below the grain a tensor stays on the calling thread. */
+#define UNSCALE_GRAIN (1 << 18)
+
+typedef struct {
+    mp_tensor *g;
+    float inv;
+    int write;
+    int found;
+} unscale_job;
+
+static void unscale_range(void *ctx, int64_t b, int64_t e)
+{
+    unscale_job *j = ctx;
+    int f = j->g->dtype == MP_DTYPE_FLOAT32
+                ? check_f32((float *)mp_tensor_data(j->g) + b, e - b, j->inv, j->write)
+                : check_half(j->g, b, e, j->inv, j->write);
+    if (f)
+        __atomic_store_n(&j->found, 1, __ATOMIC_RELAXED);
 }
 
 mp_status mp_scaler_unscale_(mp_tensor **grads, int n, mp_tensor *found_inf,
@@ -78,11 +100,9 @@ mp_status mp_scaler_unscale_(mp_tensor **grads, int n, mp_tensor *found_inf,
     float inv = inv_scale ? *(const float *)mp_tensor_data(inv_scale) : 1.0f;
     int write = inv_scale != NULL, found = 0;
     for (int i = 0; i < n; i++) {
-        mp_tensor *g = grads[i];
-        if (g->dtype == MP_DTYPE_FLOAT32)
-            found |= check_f32((float *)mp_tensor_data(g), mp_tensor_numel(g), inv, write);
-        else
-            found |= check_half(g, inv, write);
+        unscale_job job = {grads[i], inv, write, 0};
+        mp_parallel_for(mp_tensor_numel(grads[i]), UNSCALE_GRAIN, unscale_range, &job);
+        found |= job.found;
     }
     if (found)   /* never cleared: one found_inf accumulates over buckets */
         *(float *)mp_tensor_data(found_inf) = 1.0f;
