@@ -205,6 +205,14 @@ def test_in_place_forms():
     i = mpamp.ones(2, dtype=mpamp.int64)
     with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
         i += 0.5
+    for name in ("sqrt_", "exp_", "sigmoid_", "tanh_", "log_", "rsqrt_"):
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the "
+                                               "desired output type Long"):
+            getattr(mpamp.tensor([4, 9]), name)()       # torch refuses to truncate
+    with pytest.raises(RuntimeError, match="desired output type Bool"):
+        mpamp.tensor([True, False]).exp_()
+    j = mpamp.tensor([-4, 9])
+    assert j.relu_().tolist() == [0, 9] and j.neg_().abs_().tolist() == [0, 9]
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         mpamp.ones(2).add_(mpamp.ones(3, 2))
     w = mpamp.ones(2, requires_grad=True)

@@ -237,7 +237,11 @@ static PyObject *unary_(PyObject *self, mp_unary_op op, const char *name)
     mp_tensor *t = MP_T(self), *out;
     mp_status st = mp_check_inplace(t, name);
     if (st == MP_OK && (st = mp_op_unary(op, t, &out)) == MP_OK) {
-        st = mp_tensor_copy_(t, out);
+        if (mp_dtype_is_float(out->dtype) && !mp_dtype_is_float(t->dtype))  /* as torch */
+            st = mp_error(MP_ERR_RUNTIME, "result type Float can't be cast to the desired "
+                          "output type %s", t->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
+        else
+            st = mp_tensor_copy_(t, out);
         mp_tensor_decref(out);
     }
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);
