@@ -85,7 +85,7 @@ def cpu_model():
 def header(mpamp, np, torch, threads):
     """Lines saying when, where and with what a benchmark ran."""
     torch_v = f"torch {torch.__version__} ({torch.get_num_threads()} threads)" if torch \
-        else "torch - (not installed)"
+        else "torch - (not loaded)"
     return [f"date: {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}",
             f"machine: {cpu_model()}, {os.cpu_count()} CPUs; mpamp ISA: "
             f"{mpamp.backends.cpu.get_isa()} (detected {mpamp.backends.cpu.detected_isa()})",
