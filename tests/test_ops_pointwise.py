@@ -242,3 +242,18 @@ def test_nan_and_inf_propagate():
 def test_bool_negation_error():
     with pytest.raises(TypeError, match="Negation, the `-` operator, on a bool tensor"):
         -mpamp.tensor([True])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_relu_edge_values_as_torch(dtype):
+    """clamp_min semantics forward (NaN and -0 pass through), threshold_backward semantics
+    backward: the gradient is 0 wherever the input was <= 0, even an inf or NaN gradient."""
+    v = [float("nan"), -0.0, 0.0, -1.0, 2.0, float("inf"), -float("inf")]
+    g = [1.0, float("nan"), float("inf"), float("nan"), 3.0, 1.0, float("inf")]
+    x = mpamp.tensor(v, dtype=dtype, requires_grad=True)
+    y = mpamp.relu(x)
+    y.backward(mpamp.tensor(g, dtype=dtype))
+    out = to_numpy(y.float())
+    assert np.isnan(out[0]) and np.signbit(out[1]) and not np.signbit(out[2])
+    np.testing.assert_array_equal(out[1:], [0.0, 0.0, 0.0, 2.0, np.inf, 0.0])
+    np.testing.assert_array_equal(to_numpy(x.grad.float()), [1, 0, 0, 0, 3, 1, 0])

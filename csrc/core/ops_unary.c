@@ -5,6 +5,8 @@
  * backward multiplies the incoming gradient by the derivative at the saved input (or output,
  * where that is cheaper: sigmoid, tanh, exp, sqrt, rsqrt). */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "../cpu/dispatch.h"
 #include "../shared/mp_math.h"
@@ -42,6 +44,30 @@ static const struct {
     [MP_UN_ABS] = {"abs", "AbsBackward0", abs_f, 0, 0, NO_VM, NO_VM},
 };
 
+/* Each op's loop is written out with the per-element function inline, so the compiler
+ * vectorises it: a call through a function pointer per element (and a branch on the sign,
+ * mispredicted half the time) made ReLU ~3 ns/element, a quarter of a small MLP's step. */
+
+/* +0 where cond holds, else value, as a bit mask: no branch. ReLU is zero_if(x < 0, x) (NaN
+ * and -0 pass, as torch's clamp_min), its backward zero_if(x <= 0, grad) (torch's
+ * threshold_backward: 0 there even when the gradient is inf or NaN). */
+static inline float zero_if(int cond, float value)
+{
+    uint32_t bits, keep = (uint32_t)cond - 1u;
+    memcpy(&bits, &value, sizeof bits);
+    bits &= keep;
+    memcpy(&value, &bits, sizeof value);
+    return value;
+}
+
+#define MAP_LOOP(expr)                                                                       \
+    do {                                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            float x = in[0][i];                                                              \
+            out[i] = (expr);                                                                 \
+        }                                                                                    \
+    } while (0)
+
 static void fwd_map(const float *const *in, float *out, int64_t n, const double *args)
 {
     int op = (int)args[0];
@@ -49,9 +75,17 @@ static void fwd_map(const float *const *in, float *out, int64_t n, const double 
         mp_cpu()->vm.map[ops[op].vm](in[0], out, (size_t)n);
         return;
     }
-    f1 fn = ops[op].fn;
-    for (int64_t i = 0; i < n; i++)
-        out[i] = fn(in[0][i]);
+    switch (op) {
+    case MP_UN_RELU: MAP_LOOP(zero_if(x < 0.0f, x)); break;
+    case MP_UN_NEG: MAP_LOOP(-x); break;
+    case MP_UN_ABS: MAP_LOOP(fabsf(x)); break;
+    case MP_UN_SQRT: MAP_LOOP(sqrtf(x)); break;
+    case MP_UN_RSQRT: MAP_LOOP(1.0f / sqrtf(x)); break;
+    default: {
+        f1 fn = ops[op].fn;
+        MAP_LOOP(fn(x));
+    }
+    }
 }
 
 static void fwd_map64(const double *const *in, double *out, int64_t n, const double *args)
@@ -83,18 +117,35 @@ static float deriv(int op, float v)
     }
 }
 
+#define GRAD_LOOP(expr)                                                                      \
+    do {                                                                                     \
+        for (int64_t i = 0; i < n; i++) {                                                    \
+            float v = vs[i];                                                                 \
+            out[i] = g[i] * (expr);                                                          \
+        }                                                                                    \
+    } while (0)
+
 static void bwd_map(const float *const *in, float *out, int64_t n, const double *args)
 {
     int op = (int)args[0];
-    const float *g = in[0], *v = in[1];
+    const float *g = in[0], *vs = in[1];
     if (ops[op].vm_grad != NO_VM && out != g) {     /* out is a fresh tensor or a buffer */
-        mp_cpu()->vm.map[ops[op].vm_grad](v, out, (size_t)n);
+        mp_cpu()->vm.map[ops[op].vm_grad](vs, out, (size_t)n);
         for (int64_t i = 0; i < n; i++)
             out[i] = g[i] * out[i];
         return;
     }
-    for (int64_t i = 0; i < n; i++)
-        out[i] = g[i] * deriv(op, v[i]);
+    if (op == MP_UN_RELU) {
+        for (int64_t i = 0; i < n; i++)
+            out[i] = zero_if(vs[i] <= 0.0f, g[i]);
+        return;
+    }
+    switch (op) {                    /* one loop per op, as in fwd_map */
+    case MP_UN_SIGMOID: GRAD_LOOP(v * (1.0f - v)); break;
+    case MP_UN_TANH: GRAD_LOOP(1.0f - v * v); break;
+    case MP_UN_EXP: GRAD_LOOP(v); break;
+    default: GRAD_LOOP(deriv(op, v)); break;
+    }
 }
 
 static mp_status unary_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)

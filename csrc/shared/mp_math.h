@@ -11,7 +11,7 @@
 #define MP_SQRT2_PI 0.79788456080286535588f   /* sqrt(2/pi) */
 #define MP_INV_SQRT_2PI 0.39894228040143267794f
 
-MP_HD float mp_relu(float x) { return x > 0.0f ? x : (x != x ? x : 0.0f); }
+MP_HD float mp_relu(float x) { return x < 0.0f ? 0.0f : x; }   /* NaN and -0 pass, as torch */
 MP_HD float mp_relu_grad(float x) { return x > 0.0f ? 1.0f : 0.0f; }
 
 MP_HD float mp_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
