@@ -10,7 +10,11 @@ import argparse
 import statistics
 import time
 
-import mpamp
+import machine
+
+machine.use_inplace_build()          # this checkout's build, not an installed copy
+
+import mpamp  # noqa: E402
 
 try:
     import torch

@@ -2,9 +2,12 @@
 (Linear(10,10) -> ReLU -> Linear(10,1)) and a wide MLP (10 -> 512 -> 512 -> 1), each in fp32,
 fp16 (autocast + GradScaler) and bf16 (autocast), Adam, MSE, batch 256 on synthetic data.
 Prints median ms per step (interleaved rounds) and torch/mpamp ratios; PyTorch columns are
-skipped with a note when it is not installed.
+skipped with a note when it is not installed. After each torch sample the script sleeps
+--settle seconds: torch's OpenMP threads keep spinning for a while after a parallel region,
+and on a 2-core machine they took a core from the mpamp sample that followed (the wide fp32
+step measured 11 ms instead of 7).
 
-Run: python benchmarks/bench_vs_torch.py [--steps 30] [--rounds 5]
+Run: python benchmarks/bench_vs_torch.py [--steps 30] [--rounds 5] [--settle 0.3]
 """
 import argparse
 import statistics
@@ -12,7 +15,11 @@ import time
 
 import numpy as np
 
-import mpamp
+import machine
+
+machine.use_inplace_build()          # this checkout's build, not an installed copy
+
+import mpamp  # noqa: E402
 
 try:
     import torch
@@ -65,6 +72,8 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--settle", type=float, default=0.3,
+                    help="seconds to sleep after a torch sample (its pool threads spin)")
     args = ap.parse_args()
     if torch is None:
         print("note: PyTorch is not installed; only mpamp's times are printed")
@@ -81,6 +90,8 @@ def main():
             for _ in range(args.rounds):
                 for i, loop in enumerate(loops):
                     samples[i].append(time_steps(loop, args.steps))
+                    if i == 1:
+                        time.sleep(args.settle)
             med = [statistics.median(s) * 1e3 for s in samples]
             tms = f"{med[1]:9.3f}" if torch is not None else f"{'-':>9s}"
             ratio = f"{med[1] / med[0]:11.2f}x" if torch is not None else f"{'-':>12s}"
