@@ -26,6 +26,7 @@
 #ifndef GEMM_PIECES_PER_THREAD
 #define GEMM_PIECES_PER_THREAD 2         /* more pieces than threads: a busy core takes fewer */
 #endif
+#define GEMM_PIECE_MACS (1 << 25)        /* smaller pieces than this: one per thread */
 
 #define MIN(x, y) ((x) < (y) ? (x) : (y))
 #define ROUND_UP(x, r) (((x) + (r) - 1) / (r) * (r))
@@ -437,7 +438,12 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
     if (along < nthreads && across > along)
         pl.split_rows = !pl.split_rows;            /* too few tiles that way */
     int64_t tiles = pl.split_rows ? mt : nt, unit = pl.split_rows ? pl.u->mr : pl.u->nr;
-    int64_t pieces = nthreads > 1 ? nthreads * GEMM_PIECES_PER_THREAD : 1;
+    /* A piece repacks the whole of the other operand: below GEMM_PIECE_MACS per piece, one
+     * piece per thread (a 256 x 512 x 512 product: 6% faster MLP step than with two). */
+    double macs = (double)g->m * (double)g->n * (double)g->k;
+    int per = macs < (double)nthreads * GEMM_PIECES_PER_THREAD * GEMM_PIECE_MACS
+                  ? 1 : GEMM_PIECES_PER_THREAD;
+    int64_t pieces = nthreads > 1 ? nthreads * per : 1;
     if (pieces > GEMM_MAX_PIECES)
         pieces = GEMM_MAX_PIECES;
     if (pieces > tiles)
