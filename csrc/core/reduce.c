@@ -65,21 +65,26 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
     double *acc = (double *)ptrs[0];
     const char *src = ptrs[1];
     int64_t step = strides[1] * (int64_t)mp_dtype_size(c->dt);
-    float buf[256];
+    float tmp[256];
     for (int64_t i0 = 0; i0 < n; i0 += 256) {
         int64_t m = n - i0 < 256 ? n - i0 : 256;
         const char *p = src + i0 * step;
+        const float *buf = tmp;                /* contiguous fp32 is read in place */
         if (strides[1] == 1 && c->dt == MP_DTYPE_FLOAT16)
-            c->k->f16_to_f32((const mp_half *)p, buf, (size_t)m);
+            c->k->f16_to_f32((const mp_half *)p, tmp, (size_t)m);
         else if (strides[1] == 1 && c->dt == MP_DTYPE_BFLOAT16)
-            c->k->bf16_to_f32((const mp_bf16 *)p, buf, (size_t)m);
+            c->k->bf16_to_f32((const mp_bf16 *)p, tmp, (size_t)m);
         else if (strides[1] == 1 && c->dt == MP_DTYPE_FLOAT32)
-            memcpy(buf, p, (size_t)m * sizeof(float));
+            buf = (const float *)p;
         else
             for (int64_t i = 0; i < m; i++)
-                buf[i] = (float)mp_load_f64(c->dt, p + i * step);
+                tmp[i] = (float)mp_load_f64(c->dt, p + i * step);
         if (strides[0] == 0) {
             acc[0] += sum_chunk(buf, m);
+        } else if (strides[0] == 1) {          /* column sums: a loop the compiler vectorises */
+            double *a = acc + i0;
+            for (int64_t i = 0; i < m; i++)
+                a[i] += buf[i];
         } else {
             double *a = acc + i0 * strides[0];
             for (int64_t i = 0; i < m; i++)
