@@ -4,9 +4,9 @@
  * columns of B, KC-deep slices of B packed once into NR-wide panels, MC rows of A packed into
  * MR-high panels, and runs the micro-kernel (gemm_ukr.h) on every MR x NR tile. Results are
  * accumulated in fp32: in C itself when C is fp32 and nothing else is to be done, otherwise in
- * a buffer of one group of strips (one KC slice) or an fp32 scratch (several), from which the
- * epilogue - alpha, beta * C, bias, activation, rounding to C's dtype - writes C once, a group
- * of whole cache lines at a time. */
+ * a buffer of one 256-column group of tiles (one KC slice) or an fp32 scratch (several), from
+ * which the epilogue - alpha, beta * C, bias, activation, rounding to C's dtype - writes C
+ * once, along its rows. */
 #include "gemm.h"
 
 #include <pthread.h>
@@ -181,8 +181,8 @@ static float load_f(const void *p, mp_dtype dt, int64_t i)
     }
 }
 
-/* bytes (even) from src to dst in fixed-size moves the compiler inlines: rows of a tile are
- * 16 or 32 values, and a libc memcpy call per row cost more than the row. */
+/* bytes (even) from src to dst in fixed-size moves the compiler inlines: a tile's rows are 16
+ * or 32 floats, and a libc memcpy call per row cost more than the row. */
 static inline void copy_row(void *dst, const void *src, size_t bytes)
 {
     char *d = dst;
