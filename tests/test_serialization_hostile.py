@@ -129,3 +129,34 @@ def test_compressed_checkpoints_load():
             zf.writestr(name, src.read(name))
     keys = ["bf16", "bool", "empty", "f16", "f32", "i64", "scalar", "view"]
     assert sorted(_load(buf.getvalue())) == keys
+
+
+def test_deflate_bomb_is_refused_before_inflating():
+    """A deflated record of 256 MiB of zeros is ~250 KiB in the file: refused from its header
+    (it would expand ~1000x), without inflating it."""
+    n = 1 << 26
+    data = archive(dumps(tensor(storage(numel=n), size=(n,))), {"0": bytes(4 * n)},
+                   compress=zipfile.ZIP_DEFLATED)
+    assert len(data) < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(RuntimeError, match=r"hostile\.pth: .*record archive/data/0 would "
+                                               r"expand from \d+ to 268435456 bytes, more "
+                                               r"than 256x: refused as a decompression bomb"):
+            _load(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+def test_storage_record_of_the_wrong_size_is_refused_unread():
+    """data.pkl says how big a storage is; a record of another size is corrupt, whatever it
+    holds, and is not read."""
+    pkl = dumps(tensor(storage(numel=4)))
+    with pytest.raises(RuntimeError, match=r"hostile\.pth: checkpoint is corrupted or "
+                                           r"truncated \(record archive/data/0 has 20 bytes, "
+                                           r"expected 16\)"):
+        _load(archive(pkl, {"0": _floats(5)}))
+    small = archive(pkl, {"0": bytes(16)}, compress=zipfile.ZIP_DEFLATED)
+    assert _load(small).tolist() == [0.0, 0.0, 0.0, 0.0]     # small records may compress well

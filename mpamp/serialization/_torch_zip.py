@@ -36,6 +36,9 @@ _CONVERTED = {"DoubleStorage": ("<f8", "float32"), "IntStorage": ("<i4", "int64"
 # or many tensors over one storage, could ask for far more memory than the file holds. A load
 # may build at most twice the elements its storages hold, plus this many.
 _EXPANSION_SLACK = 1 << 24
+# A compressed record larger than _EXPANSION_FREE bytes may expand at most _MAX_EXPANSION times.
+_EXPANSION_FREE = 1 << 26
+_MAX_EXPANSION = 256
 _SAVE_TYPES = "tensors, numbers, strings, bytes, None, dtypes, devices and dicts/lists/tuples"
 
 
@@ -252,7 +255,7 @@ class _Storage:
                 np_dtype = DTYPES[_STORAGE_TO_DTYPE[self.type_name]][1]
             else:
                 np_dtype = np.dtype(_CONVERTED[self.type_name][0])
-            raw = self.reader.record(f"data/{self.key}")
+            raw = self.reader.record(f"data/{self.key}", self.numel * np_dtype.itemsize)
             if len(raw) != self.numel * np_dtype.itemsize:
                 raise self.reader.corrupted(f"storage {self.key} has {len(raw)} bytes, "
                                             f"expected {self.numel * np_dtype.itemsize}")
@@ -371,12 +374,27 @@ class _Reader:
                 f"whose views overlap or are expanded this much. Re-save such tensors with "
                 f".clone() (a hostile file could otherwise demand any amount of memory).")
 
-    def record(self, name):
+    def record(self, name, expected=None):
+        """The bytes of a record. With `expected` (a storage's size from data.pkl) a record of
+        another size is refused before anything is read; a compressed record may expand at most
+        _MAX_EXPANSION times (beyond _EXPANSION_FREE bytes): torch writes its records stored,
+        and a deflate bomb would otherwise be inflated in full."""
         full = f"{self.prefix}/{name}"
         if full not in self.names:
             raise self.corrupted(f"record {full} is missing")
         try:
-            return self.zf.read(full)
+            info = self.zf.getinfo(full)
+            if expected is not None and info.file_size != expected:
+                raise self.corrupted(f"record {full} has {info.file_size} bytes, expected "
+                                     f"{expected}")
+            if info.compress_type != zipfile.ZIP_STORED and \
+                    info.file_size > max(_EXPANSION_FREE, _MAX_EXPANSION * info.compress_size):
+                raise self.corrupted(
+                    f"record {full} would expand from {info.compress_size} to "
+                    f"{info.file_size} bytes, more than {_MAX_EXPANSION}x: refused as a "
+                    f"decompression bomb (torch writes records uncompressed)")
+            with self.zf.open(info) as member:
+                return member.read(info.file_size)
         except _ZIP_ERRORS as exc:
             raise self.corrupted(f"record {full}: {exc}") from None
 
