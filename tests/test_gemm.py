@@ -153,6 +153,24 @@ def test_blocked_shapes_with_every_output_dtype(rng):
             np.testing.assert_array_equal(outs[0], outs[1])
 
 
+def test_shared_packing_across_pieces(rng):
+    """With several pieces, the operand all of them need is packed once, by whichever threads
+    get to each block first: rows split (B shared, past one NC block of columns) and columns
+    split (A shared, two MC blocks, two KC slices), bit-identical for 1, 2 and 3 threads."""
+    for m, n, k in [(4200, 4100, 24), (150, 2000, 700)]:
+        a, an = rounded(rng, (m, k), "bfloat16")
+        b, bn = rounded(rng, (k, n), "float32")
+        ref, mag = an @ bn, np.abs(an) @ np.abs(bn)
+        for isa in ISAS[-1:]:
+            outs = []
+            for threads in (1, 2, 3):
+                c = mpamp.empty(m, n, dtype="float16")
+                outs.append(run(a, b, c, isa=isa, threads=threads))
+            check(outs[0], ref, mag, k, "float16")
+            np.testing.assert_array_equal(outs[0], outs[1])
+            np.testing.assert_array_equal(outs[0], outs[2])
+
+
 def test_vector_kernels_agree_with_scalar(rng):
     """Not bit-equal (FMA rounds once, the portable kernel twice), but both within the bound
     of the float64 product, and close to each other."""

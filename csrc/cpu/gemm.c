@@ -10,6 +10,7 @@
 #include "gemm.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,6 +132,14 @@ typedef struct {
     const float *bias;       /* n values with bias_scale applied; NULL: none */
     int direct;              /* C is fp32 and the product is all there is to do */
     int split_rows;
+    /* The operand every piece needs whole - A when pieces are column ranges, B when they are
+     * row ranges - packed once into `shared` by whichever threads get there first (see
+     * pack_shared) instead of once per piece. NULL: each piece packs its own. */
+    char *shared;
+    int *ready;              /* per sub-block of a block: 0 free, 1 being packed, 2 packed */
+    int64_t blocks_k;        /* KC slices of k */
+    int64_t subs;            /* sub-blocks per block */
+    size_t block_bytes;
     int64_t step;            /* rows (or columns) per piece */
     int64_t pieces, next;    /* piece count; the next piece to take (atomic) */
     mp_status status[GEMM_MAX_PIECES];
@@ -271,6 +280,66 @@ static void merge(const float *buf, int nr, float *t, int64_t ldt, int64_t rows,
             t[r * ldt + q] = accumulate ? t[r * ldt + q] + buf[r * nr + q] : buf[r * nr + q];
 }
 
+/* Cache blocks of a piece of m x n (x k). KC depends on k alone, so every piece sums in the
+ * same order (bit-identical results for any thread count); a multiple of 8 keeps the packing
+ * on its 8-wide path. */
+static void blocking(const mp_gemm_ukr *u, int64_t m, int64_t n, int64_t k, int64_t *kcb,
+                     int64_t *mcb, int64_t *ncb)
+{
+    *kcb = balanced(k, u->kc, 8), *mcb = balanced(m, u->mc, u->mr);
+    *ncb = balanced(n, u->nc, u->nr);
+}
+
+/* Bytes of the packed panels of `rows` rows (width w) for kc-deep slices. */
+static size_t block_size(const mp_gemm_ukr *u, int w, int64_t rows, int64_t kc)
+{
+    return ROUND_UP((size_t)(ROUND_UP(rows, w) / w * mp_gemm_panel_elems(u->format, w, kc)) *
+                    mp_gemm_panel_elem_size(u->format), 64);
+}
+
+#define GEMM_SUB_PANELS 4                /* panels per sub-block of a shared block */
+#define GEMM_SHARED_MAX_BYTES ((size_t)64 << 20)
+
+static void cpu_relax(int *spins)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (++*spins > 1000)                 /* the packer may have lost its core: let it run */
+        sched_yield(), *spins = 0;
+}
+
+/* Rows [r0, r0 + rows) x k [k0, k0 + kc) of a shared operand into dst: the sub-blocks no one
+ * has claimed yet are packed here, then every sub-block is waited for. Threads that meet at a
+ * block split its packing between them; one alone packs it all; a thread only ever waits for
+ * a sub-block another thread is packing at that moment, so there is no deadlock, and the
+ * panels are the same whoever packs them. */
+static void pack_shared(const plan *pl, const mp_pack_src *s, int w, int64_t r0, int64_t rows,
+                        int64_t k0, int64_t kc, char *dst, int *ready)
+{
+    const mp_gemm_ukr *u = pl->u;
+    mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
+    int64_t sub_rows = (int64_t)GEMM_SUB_PANELS * w, nsub = (rows + sub_rows - 1) / sub_rows;
+    size_t panel = (size_t)mp_gemm_panel_elems(u->format, w, kc) *
+                   mp_gemm_panel_elem_size(u->format);
+    for (int64_t q = 0; q < nsub; q++) {
+        int free_state = 0;
+        if (__atomic_load_n(&ready[q], __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&ready[q], &free_state, 1, 0, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_RELAXED)) {
+            int64_t r = q * sub_rows;
+            pack(s, u->format, w, r0 + r, MIN(sub_rows, rows - r), k0, kc,
+                 dst + (size_t)(r / w) * panel);
+            __atomic_store_n(&ready[q], 2, __ATOMIC_RELEASE);
+        }
+    }
+    for (int64_t q = 0; q < nsub; q++) {
+        int spins = 0;
+        while (__atomic_load_n(&ready[q], __ATOMIC_ACQUIRE) != 2)
+            cpu_relax(&spins);
+    }
+}
+
 /* Rows [i0, i1) x columns [j0, j1) of C. */
 static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
 {
@@ -279,15 +348,11 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     int64_t m = i1 - i0, n = j1 - j0, k = g->k;
     int mr = u->mr, nr = u->nr;
     size_t esz = mp_gemm_panel_elem_size(u->format);
-    /* KC depends on k alone, so every piece sums in the same order (bit-identical results for
-     * any thread count); a multiple of 8 keeps the packing on its 8-wide path. */
-    int64_t kcb = balanced(k, u->kc, 8), mcb = balanced(m, u->mc, mr);
-    int64_t ncb = balanced(n, u->nc, nr);
-    int64_t kcap = kcb;
-    int64_t apanel = mp_gemm_panel_elems(u->format, mr, kcap);
-    int64_t bpanel = mp_gemm_panel_elems(u->format, nr, kcap);
-    size_t abytes = ROUND_UP((size_t)(ROUND_UP(mcb, mr) / mr * apanel) * esz, 64);
-    size_t bbytes = ROUND_UP((size_t)(ROUND_UP(ncb, nr) / nr * bpanel) * esz, 64);
+    int64_t kcb, mcb, ncb;
+    blocking(u, m, n, k, &kcb, &mcb, &ncb);
+    int share_a = pl->shared && !pl->split_rows, share_b = pl->shared && pl->split_rows;
+    size_t abytes = share_a ? 0 : block_size(u, mr, mcb, kcb);
+    size_t bbytes = share_b ? 0 : block_size(u, nr, ncb, kcb);
     target_kind tk = TARGET_GROUP;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
         tk = TARGET_C;                      /* fp32 C holds the partial sums itself */
@@ -319,6 +384,7 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     _Alignas(64) float edge[GEMM_MAX_TILE];
     float *cf = (float *)g->c;
     mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
+    int64_t blocks_m = (m + mcb - 1) / mcb;
     for (int64_t jc = 0; jc < n; jc += ncb) {
         int64_t nc = MIN(ncb, n - jc);
         for (int64_t pc = 0; pc < k; pc += kcb) {
@@ -326,10 +392,23 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
             int last = pc + kc == k;
             int64_t as = mp_gemm_panel_elems(u->format, mr, kc) * (int64_t)esz;
             int64_t bs = mp_gemm_panel_elems(u->format, nr, kc) * (int64_t)esz;
-            pack(&pl->sb, u->format, nr, j0 + jc, nc, pc, kc, bp);
+            if (share_b) {                  /* block (jc, pc) of the whole B */
+                int64_t b = jc / ncb * pl->blocks_k + pc / kcb;
+                bp = pl->shared + (size_t)b * pl->block_bytes;
+                pack_shared(pl, &pl->sb, nr, j0 + jc, nc, pc, kc, bp, pl->ready + b * pl->subs);
+            } else {
+                pack(&pl->sb, u->format, nr, j0 + jc, nc, pc, kc, bp);
+            }
             for (int64_t ic = 0; ic < m; ic += mcb) {
                 int64_t mc = MIN(mcb, m - ic);
-                pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
+                if (share_a) {              /* block (pc, ic) of the whole A */
+                    int64_t b = pc / kcb * blocks_m + ic / mcb;
+                    ap = pl->shared + (size_t)b * pl->block_bytes;
+                    pack_shared(pl, &pl->sa, mr, i0 + ic, mc, pc, kc, ap,
+                                pl->ready + b * pl->subs);
+                } else {
+                    pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
+                }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t cols = MIN(nr, nc - jr), gj = j0 + jc + jr, g0 = jr / gw * gw;
                     float *group = scratch;
@@ -391,6 +470,35 @@ static int float_dtype(mp_dtype dt)
     return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
 }
 
+/* Sets up the shared packing of the operand every piece needs whole (see plan): A when the
+ * pieces are column ranges, B when they are row ranges. Without it each of the 2 x threads
+ * pieces packed all of it: 4 times on 2 threads, and the shared packing made a 2048^3 product
+ * 3.6-7% faster and the MLP training step ~6% (paired runs). Stays off when the packed
+ * operand would pass GEMM_SHARED_MAX_BYTES or memory is short. */
+static void share_operand(plan *pl, size_t *size)
+{
+    const mp_gemm_args *g = pl->g;
+    const mp_gemm_ukr *u = pl->u;
+    int64_t kcb, mcb, ncb;
+    blocking(u, g->m, g->n, g->k, &kcb, &mcb, &ncb);
+    int w = pl->split_rows ? u->nr : u->mr;
+    int64_t rows = pl->split_rows ? ncb : mcb, extent = pl->split_rows ? g->n : g->m;
+    int64_t blocks_k = (g->k + kcb - 1) / kcb, blocks = blocks_k * ((extent + rows - 1) / rows);
+    int64_t sub_rows = (int64_t)GEMM_SUB_PANELS * w;
+    size_t block = block_size(u, w, rows, kcb);
+    if ((double)block * (double)blocks > (double)GEMM_SHARED_MAX_BYTES)
+        return;
+    pl->subs = (rows + sub_rows - 1) / sub_rows;
+    pl->ready = calloc((size_t)(blocks * pl->subs), sizeof(int));
+    pl->shared = pl->ready ? take_buffer(block * (size_t)blocks, size) : NULL;
+    if (!pl->shared) {
+        free(pl->ready);
+        pl->ready = NULL;
+        return;
+    }
+    pl->blocks_k = blocks_k, pl->block_bytes = block;
+}
+
 mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
 {
     const mp_cpu_kernels *cvt = mp_cpu_for_isa(isa);
@@ -450,7 +558,14 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
         pieces = tiles;
     pl.step = (tiles + pieces - 1) / pieces * unit;
     pl.pieces = pieces;
+    size_t shared_size = 0;
+    if (pieces > 1)
+        share_operand(&pl, &shared_size);
     mp_parallel_for(MIN(nthreads, pieces), 1, run_pieces, &pl);
+    if (pl.shared) {
+        give_buffer(pl.shared, shared_size);
+        free(pl.ready);
+    }
     free(bias);
     for (int64_t p = 0; p < pieces; p++)
         if (pl.status[p] != MP_OK)
