@@ -22,31 +22,10 @@ import numpy as np  # noqa: E402
 
 import mpamp  # noqa: E402
 
-CASES = {"fp32": (None, False), "bf16": ("bf16", False), "fp16+scaler": ("fp16", True)}
+from bench_train_step import make_step  # noqa: E402  (the same model, data and step)
 
-
-def make_step(low, scaled):
-    nn = mpamp.nn
-    mpamp.manual_seed(0)
-    model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 1024))
-    rng = np.random.default_rng(0)
-    x = mpamp.tensor(rng.standard_normal((256, 1024), dtype=np.float32))
-    y = mpamp.tensor(rng.standard_normal((256, 1024), dtype=np.float32))
-    opt = mpamp.optim.AdamW(model.parameters(), lr=1e-3)
-    scaler = mpamp.amp.GradScaler() if scaled else None
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with mpamp.autocast(dtype=low or "bf16", enabled=low is not None):
-            loss = nn.functional.mse_loss(model(x), y)
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-    return step
+CASES = ("mpamp fp32", "mpamp bf16", "mpamp fp16+scaler")
+BATCH = 256
 
 
 def main():
@@ -55,7 +34,7 @@ def main():
     p.add_argument("--rounds", type=int, default=12)
     args = p.parse_args()
     mpamp.set_num_threads(THREADS)
-    steps = {name: make_step(*spec) for name, spec in CASES.items()}
+    steps = {name: make_step(name, BATCH) for name in CASES}
     for step in steps.values():
         step()
         step()
@@ -71,8 +50,8 @@ def main():
     print("| case | median ms/step | speed vs fp32 (median of per-round ratios) |")
     print("|---|---|---|")
     for name, ts in times.items():
-        ratio = statistics.median(f / t for f, t in zip(times["fp32"], ts))
-        print(f"| mpamp {name} | {statistics.median(ts) * 1e3:.1f} | {ratio:.2f} |")
+        ratio = statistics.median(f / t for f, t in zip(times[CASES[0]], ts))
+        print(f"| {name} | {statistics.median(ts) * 1e3:.1f} | {ratio:.2f} |")
 
 
 if __name__ == "__main__":

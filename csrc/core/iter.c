@@ -39,32 +39,6 @@ void mp_iter_init(mp_iter *it, mp_tensor *const *ops, int nops)
     it->ndim = nd;
 }
 
-void mp_iter_run(const mp_iter *it, mp_iter_fn fn, void *ctx)
-{
-    if (it->numel == 0)
-        return;
-    int inner = it->ndim - 1;
-    int64_t idx[MP_MAX_DIMS] = {0};
-    char *ptrs[MP_ITER_MAX_OPS];
-    int64_t inner_strides[MP_ITER_MAX_OPS];
-    for (int k = 0; k < it->nops; k++)
-        inner_strides[k] = it->strides[k][inner];
-    for (;;) {
-        for (int k = 0; k < it->nops; k++) {
-            int64_t off = 0;
-            for (int d = 0; d < inner; d++)
-                off += idx[d] * it->strides[k][d];
-            ptrs[k] = it->base[k] + off * (int64_t)it->itemsize[k];
-        }
-        fn(ptrs, inner_strides, it->shape[inner], ctx);
-        int d = inner - 1;
-        while (d >= 0 && ++idx[d] == it->shape[d])
-            idx[d--] = 0;
-        if (d < 0)
-            return;
-    }
-}
-
 typedef struct {
     const mp_iter *it;
     mp_iter_fn fn;
@@ -104,6 +78,14 @@ static void walk_range(void *vw, int64_t begin, int64_t end)
         while (d >= 0 && ++idx[d] == it->shape[d])
             idx[d--] = 0;
     }
+}
+
+void mp_iter_run(const mp_iter *it, mp_iter_fn fn, void *ctx)
+{
+    if (it->numel == 0)
+        return;
+    range_walk w = {it, fn, ctx};
+    walk_range(&w, 0, it->numel);
 }
 
 void mp_iter_run_parallel(const mp_iter *it, mp_iter_fn fn, void *ctx, int64_t grain)

@@ -13,40 +13,33 @@
 #include "elementwise.h"
 #include "ops.h"
 
-typedef float (*f1)(float);
-
-static float neg_f(float x) { return -x; }
-static float abs_f(float x) { return fabsf(x); }
-static float sqrt_f(float x) { return sqrtf(x); }
-static float rsqrt_f(float x) { return 1.0f / sqrtf(x); }
-
 #define NO_VM -1
 
 static const struct {
     const char *name, *bw_name;
-    f1 fn;               /* per-element forward, when there is no vector kernel */
     int float_only;      /* integer inputs give float32 results */
     int save_output;     /* the derivative is a function of the output */
-    int vm, vm_grad;     /* vector kernels (mp_vm_map_kind) replacing fn / deriv, or NO_VM */
+    int vm, vm_grad;     /* vector kernels (mp_vm_map_kind) replacing the loops of fwd_map /
+                            bwd_map, or NO_VM */
 } ops[MP_UN_COUNT] = {
-    [MP_UN_NEG] = {"neg", "NegBackward0", neg_f, 0, 0, NO_VM, NO_VM},
-    [MP_UN_RELU] = {"relu", "ReluBackward0", mp_relu, 0, 0, NO_VM, NO_VM},
-    [MP_UN_GELU] = {"gelu", "GeluBackward0", NULL, 1, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
-    [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", NULL, 1, 0, MP_VM_GELU_TANH,
+    [MP_UN_NEG] = {"neg", "NegBackward0", 0, 0, NO_VM, NO_VM},
+    [MP_UN_RELU] = {"relu", "ReluBackward0", 0, 0, NO_VM, NO_VM},
+    [MP_UN_GELU] = {"gelu", "GeluBackward0", 1, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
+    [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", 1, 0, MP_VM_GELU_TANH,
                          MP_VM_GELU_TANH_GRAD},
-    [MP_UN_SILU] = {"silu", "SiluBackward0", NULL, 1, 0, MP_VM_SILU, MP_VM_SILU_GRAD},
-    [MP_UN_SIGMOID] = {"sigmoid", "SigmoidBackward0", NULL, 1, 1, MP_VM_SIGMOID, NO_VM},
-    [MP_UN_TANH] = {"tanh", "TanhBackward0", NULL, 1, 1, MP_VM_TANH, NO_VM},
-    [MP_UN_EXP] = {"exp", "ExpBackward0", NULL, 1, 1, MP_VM_EXP, NO_VM},
-    [MP_UN_LOG] = {"log", "LogBackward0", NULL, 1, 0, MP_VM_LOG, NO_VM},
-    [MP_UN_SQRT] = {"sqrt", "SqrtBackward0", sqrt_f, 1, 1, NO_VM, NO_VM},
-    [MP_UN_RSQRT] = {"rsqrt", "RsqrtBackward0", rsqrt_f, 1, 1, NO_VM, NO_VM},
-    [MP_UN_ABS] = {"abs", "AbsBackward0", abs_f, 0, 0, NO_VM, NO_VM},
+    [MP_UN_SILU] = {"silu", "SiluBackward0", 1, 0, MP_VM_SILU, MP_VM_SILU_GRAD},
+    [MP_UN_SIGMOID] = {"sigmoid", "SigmoidBackward0", 1, 1, MP_VM_SIGMOID, NO_VM},
+    [MP_UN_TANH] = {"tanh", "TanhBackward0", 1, 1, MP_VM_TANH, NO_VM},
+    [MP_UN_EXP] = {"exp", "ExpBackward0", 1, 1, MP_VM_EXP, NO_VM},
+    [MP_UN_LOG] = {"log", "LogBackward0", 1, 0, MP_VM_LOG, NO_VM},
+    [MP_UN_SQRT] = {"sqrt", "SqrtBackward0", 1, 1, NO_VM, NO_VM},
+    [MP_UN_RSQRT] = {"rsqrt", "RsqrtBackward0", 1, 1, NO_VM, NO_VM},
+    [MP_UN_ABS] = {"abs", "AbsBackward0", 0, 0, NO_VM, NO_VM},
 };
 
-/* Each op's loop is written out with the per-element function inline, so the compiler
- * vectorises it: a call through a function pointer per element (and a branch on the sign,
- * mispredicted half the time) made ReLU ~3 ns/element, a quarter of a small MLP's step. */
+/* Each op's loop is written out with its per-element math inline, so the compiler vectorises
+ * it: a call through a function pointer per element (and a branch on the sign, mispredicted
+ * half the time) made ReLU ~3 ns/element, a quarter of a small MLP's step. */
 
 /* +0 where cond holds, else value, as a bit mask: no branch. ReLU is zero_if(x < 0, x) (NaN
  * and -0 pass, as torch's clamp_min), its backward zero_if(x <= 0, grad) (torch's
@@ -75,16 +68,13 @@ static void fwd_map(const float *const *in, float *out, int64_t n, const double 
         mp_cpu()->vm.map[ops[op].vm](in[0], out, (size_t)n);
         return;
     }
-    switch (op) {
+    switch (op) {                    /* every op without a vector kernel */
     case MP_UN_RELU: MAP_LOOP(zero_if(x < 0.0f, x)); break;
     case MP_UN_NEG: MAP_LOOP(-x); break;
     case MP_UN_ABS: MAP_LOOP(fabsf(x)); break;
     case MP_UN_SQRT: MAP_LOOP(sqrtf(x)); break;
     case MP_UN_RSQRT: MAP_LOOP(1.0f / sqrtf(x)); break;
-    default: {
-        f1 fn = ops[op].fn;
-        MAP_LOOP(fn(x));
-    }
+    default: break;
     }
 }
 
@@ -97,12 +87,12 @@ static void fwd_map64(const double *const *in, double *out, int64_t n, const dou
     }
 }
 
-/* derivative of op at v (v is the input, or the output when save_output) */
-static float deriv(int op, float v)
+/* derivative of op at v (v is the input, or the output when save_output); ReLU's backward is
+ * not a product (bwd_map) */
+static inline float deriv(int op, float v)
 {
     switch (op) {
     case MP_UN_NEG: return -1.0f;
-    case MP_UN_RELU: return mp_relu_grad(v);
     case MP_UN_GELU: return mp_gelu_grad(v);
     case MP_UN_GELU_TANH: return mp_gelu_tanh_grad(v);
     case MP_UN_SILU: return mp_silu_grad(v);
@@ -140,10 +130,11 @@ static void bwd_map(const float *const *in, float *out, int64_t n, const double 
             out[i] = zero_if(vs[i] <= 0.0f, g[i]);
         return;
     }
-    switch (op) {                    /* one loop per op, as in fwd_map */
-    case MP_UN_SIGMOID: GRAD_LOOP(v * (1.0f - v)); break;
-    case MP_UN_TANH: GRAD_LOOP(1.0f - v * v); break;
-    case MP_UN_EXP: GRAD_LOOP(v); break;
+    switch (op) {       /* a loop per op with a constant op, so deriv folds away: no switch
+                           per element (the vector-kernel ops get here only when out is g) */
+    case MP_UN_SIGMOID: GRAD_LOOP(deriv(MP_UN_SIGMOID, v)); break;
+    case MP_UN_TANH: GRAD_LOOP(deriv(MP_UN_TANH, v)); break;
+    case MP_UN_EXP: GRAD_LOOP(deriv(MP_UN_EXP, v)); break;
     default: GRAD_LOOP(deriv(op, v)); break;
     }
 }
