@@ -198,6 +198,8 @@ def _arange(*args: Any, **kwargs: Any) -> Any:
     """_arange(start, end, step, dtype)"""
 def _argmax(*args: Any, **kwargs: Any) -> Any:
     """_argmax(input, dim, keepdim)"""
+def _autocast_cast(*args: Any, **kwargs: Any) -> Any:
+    """The tensors an op composed in Python runs with under autocast"""
 def _autocast_decrement_nesting(*args: Any, **kwargs: Any) -> Any:
     """Leave a region; new depth"""
 def _autocast_increment_nesting(*args: Any, **kwargs: Any) -> Any:

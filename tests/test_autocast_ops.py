@@ -144,3 +144,20 @@ def test_small_mlp_under_autocast_matches_fp32_closely(rng):
     loss.backward()
     assert all(p.grad is not None and p.grad.dtype is mpamp.float32
                for p in model.parameters())
+
+
+def test_autocast_cast_applies_an_ops_policy_for_python_composed_ops():
+    x = mpamp.randn(2, 3)
+    h = x.half()
+    assert mpamp._C._autocast_cast("linear", x, None) == (x, None)   # outside autocast
+    with mpamp.autocast("cpu", dtype="bf16"):
+        lx, none, li = mpamp._C._autocast_cast("linear", x, None, mpamp.arange(3))
+        (fh,) = mpamp._C._autocast_cast("mse_loss", h)
+    assert lx.dtype is mpamp.bfloat16 and none is None and li.dtype is mpamp.int64
+    assert fh.dtype is mpamp.float32
+    with pytest.raises(ValueError, match="no autocast policy for op 'nope'"):
+        mpamp._C._autocast_cast("nope", x)
+    with pytest.raises(TypeError, match="argument 1 must be a Tensor or None, not int"):
+        mpamp._C._autocast_cast("linear", 3)
+    with pytest.raises(TypeError, match=r"_autocast_cast\(op_name, \*tensors\)"):
+        mpamp._C._autocast_cast(3)

@@ -128,17 +128,79 @@ static PyObject *f_policy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
-    for (int op = 0; name && op < MP_AC_OP_COUNT; op++) {
-        if (strcmp(name, mp_autocast_op_name((mp_ac_op)op)) != 0)
-            continue;
+    int op = name ? mp_autocast_op_by_name(name) : -1;
+    if (op >= 0) {
         static const char *const names[] = {NULL, "lower", "fp32", "promote"};
         const char *p = names[mp_autocast_policy((mp_ac_op)op, dev)];
         return p ? PyUnicode_FromString(p) : Py_NewRef(Py_None);
     }
+    if (!name)
+        return NULL;
     Py_RETURN_NONE;
 }
 
+/* _autocast_cast(op_name, *tensors) -> tuple: the tensors an op composed in Python should run
+ * with under the current autocast state (its row in core/autocast.c's policy table); None
+ * passes through. The op's own C entry is what autocasts ops written in C. */
+static PyObject *f_autocast_cast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    mp_state *s = mp_state_of_module(m);
+    if (nargs < 1 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "_autocast_cast(op_name, *tensors)");
+        return NULL;
+    }
+    const char *name = PyUnicode_AsUTF8(args[0]);
+    int op = name ? mp_autocast_op_by_name(name) : -1;
+    if (op < 0) {
+        if (name)
+            PyErr_Format(PyExc_ValueError, "_autocast_cast: no autocast policy for op '%s'",
+                         name);
+        return NULL;
+    }
+    Py_ssize_t n = nargs - 1;
+    if (n > 8) {
+        PyErr_SetString(PyExc_TypeError, "_autocast_cast: at most 8 tensors");
+        return NULL;
+    }
+    mp_tensor *in[8] = {NULL}, *out[8] = {NULL};
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *a = args[i + 1];
+        if (a == Py_None)
+            continue;
+        if (!mp_is_tensor(s, a)) {
+            PyErr_Format(PyExc_TypeError, "_autocast_cast: argument %zd must be a Tensor or "
+                         "None, not %.100s", i + 1, Py_TYPE(a)->tp_name);
+            return NULL;
+        }
+        in[i] = MP_T(a);
+    }
+    mp_status st = mp_autocast_args((mp_ac_op)op, in, (int)n, out);
+    if (st != MP_OK)
+        return mp_raise(st);
+    PyObject *res = PyTuple_New(n);
+    for (Py_ssize_t i = 0; res && i < n; i++) {
+        PyObject *o;
+        if (!out[i])
+            o = Py_NewRef(Py_None);
+        else if (out[i] == in[i])
+            o = Py_NewRef(args[i + 1]);
+        else
+            o = mp_wrap(s, out[i]), out[i] = NULL;       /* mp_wrap steals */
+        if (!o) {
+            Py_CLEAR(res);
+            break;
+        }
+        PyTuple_SET_ITEM(res, i, o);
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (out[i])
+            mp_tensor_decref(out[i]);
+    return res;
+}
+
 PyMethodDef mp_autocast_functions[] = {
+    {"_autocast_cast", (PyCFunction)(void (*)(void))f_autocast_cast, METH_FASTCALL,
+     "The tensors an op composed in Python runs with under autocast"},
     {"_is_autocast_enabled", f_is_enabled, METH_O, "Autocast flag of a device type"},
     {"_set_autocast_enabled", (PyCFunction)(void (*)(void))f_set_enabled, METH_FASTCALL,
      "Set the autocast flag of a device type (this thread)"},

@@ -241,7 +241,7 @@ static PyObject *unary_(PyObject *self, mp_unary_op op, const char *name)
             st = mp_error(MP_ERR_RUNTIME, "result type Float can't be cast to the desired "
                           "output type %s", t->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
         else
-            st = mp_tensor_copy_(t, out);
+            st = mp_inplace_commit(t, out, name);
         mp_tensor_decref(out);
     }
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);

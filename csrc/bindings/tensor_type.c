@@ -502,7 +502,7 @@ static PyMemberDef tensor_members[] = {
 };
 
 /* This file's methods plus those of tensor_views.c and interop_*.c, joined at init. */
-static PyMethodDef tensor_methods[160];
+static PyMethodDef tensor_methods[512];
 
 static PyType_Slot tensor_base_slots[] = {
     {Py_tp_dealloc, tensor_dealloc},

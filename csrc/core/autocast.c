@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "autograd.h"
 #include "elementwise.h"
@@ -78,6 +79,14 @@ mp_ac_policy mp_autocast_policy(mp_ac_op op, mp_device dev)
 const char *mp_autocast_op_name(mp_ac_op op)
 {
     return (int)op >= 0 && op < MP_AC_OP_COUNT ? policies[op].name : "unknown";
+}
+
+int mp_autocast_op_by_name(const char *name)
+{
+    for (int op = 0; op < MP_AC_OP_COUNT; op++)
+        if (policies[op].name && strcmp(name, policies[op].name) == 0)
+            return op;
+    return -1;
 }
 
 void mp_autocast_suspend(mp_autocast_saved *saved)

@@ -32,6 +32,8 @@ int mp_autocast_decrement_nesting(void);
 void mp_autocast_clear_cache(void);
 mp_ac_policy mp_autocast_policy(mp_ac_op op, mp_device dev);
 const char *mp_autocast_op_name(mp_ac_op op);
+/* The op whose row is named `name` (torch's op name), or -1. */
+int mp_autocast_op_by_name(const char *name);
 
 /* Cache counters (debugging and tests): hits, misses (casts stored), entries now. */
 void mp_autocast_cache_stats(uint64_t *hits, uint64_t *misses, int64_t *entries);

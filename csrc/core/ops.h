@@ -96,5 +96,10 @@ mp_status mp_record_view(mp_view_op kind, mp_tensor *a, mp_tensor *out, const in
 mp_status mp_op_to_dtype(mp_tensor *a, mp_dtype dtype, int copy, mp_tensor **out);
 /* Errors for in-place ops on tensors that require grad while grad mode is on. */
 mp_status mp_check_inplace(mp_tensor *a, const char *op_name);
+/* The last step of every in-place op: res, computed out of place by ops that record autograd,
+ * is written into a (cast to a's dtype; res must have a's shape). Call mp_check_inplace
+ * first, so a refused op does no work. This is the one place in-place writes meet
+ * autograd. */
+mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name);
 
 #endif

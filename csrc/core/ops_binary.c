@@ -247,16 +247,21 @@ mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha)
         st = compute(which, a, b, alpha, dt, &res);
     if (st != MP_OK)
         return st;
+    st = mp_inplace_commit(a, res, inplace_names[which]);
+    mp_tensor_decref(res);
+    return st;
+}
+
+mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name)
+{
+    (void)op_name;
     if (res->ndim != a->ndim || memcmp(res->shape, a->shape, sizeof(int64_t) *
                                        (size_t)a->ndim) != 0) {
         char sa[256], sr[256];
         mp_format_shape(sa, sizeof sa, a->shape, a->ndim);
         mp_format_shape(sr, sizeof sr, res->shape, res->ndim);
-        mp_tensor_decref(res);
         return mp_error(MP_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape "
                         "%s", sa, sr);
     }
-    st = mp_tensor_copy_(a, res);
-    mp_tensor_decref(res);
-    return st;
+    return mp_tensor_copy_(a, res);
 }
