@@ -2,7 +2,7 @@
  * function table joined from the other binding files. */
 #include "bindings.h"
 
-static PyMethodDef module_functions[160];
+static PyMethodDef module_functions[512];
 
 /* Returns -1 (with an exception) when the table is too small. */
 static int join_functions(void)
