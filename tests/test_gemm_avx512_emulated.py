@@ -21,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMU = os.path.join(ROOT, "tests", "avx512_emu")
 CPU = os.path.join(ROOT, "csrc", "cpu")
 SOURCES = [os.path.join(EMU, f) for f in ("gemm_check_main.c", "gemm_avx512_emu.c",
-                                          "gemm_avx512bf16_emu.c", "cast_avx512_emu.c")] + [
+                                          "gemm_avx512bf16_emu.c", "gemm_pack_avx512_emu.c",
+                                          "cast_avx512_emu.c")] + [
     os.path.join(CPU, f) for f in ("gemm.c", "gemm_pack.c", "gemm_pack_avx2.c", "gemm_ref.c",
                                    "gemm_avx2.c",
                                    "cast_scalar.c", "cast_avx2.c", "cast_avx512bf16.c",
@@ -66,6 +67,8 @@ def test_avx512_gemm_kernels_under_emulation(tmp_path):
     bad, flushed = map(int, fields["ftz_emulation"])
     assert bad == 0 and flushed > 1000, out
     assert fields["kernel_checks"] == ["0"], out
+    bad_packs, pack_cases = map(int, fields["pack_checks"])    # AVX-512 bf16-pair packing
+    assert bad_packs == 0 and pack_cases > 500, out           # == portable, byte for byte
     summaries = [line.split()[1:] for line in run.stdout.splitlines()
                  if line.startswith("summary")]
     assert [s[0] for s in summaries] == ["scalar", "avx512", "avx512bf16"], out

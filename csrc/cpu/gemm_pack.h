@@ -26,6 +26,12 @@ void mp_gemm_pack(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
 void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
                        int64_t rows, int64_t k0, int64_t kc, void *dst);
 
+/* The same bf16-pair panels (bfloat16 sources contiguous along the panel or along k; others
+ * fall through to mp_gemm_pack) with AVX-512F/BW, bit-identical to mp_gemm_pack. x86-64
+ * builds only; callers check the CPU level. */
+void mp_gemm_pack_pairs_avx512(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
+                               int64_t rows, int64_t k0, int64_t kc, void *dst);
+
 /* Elements of one panel of width w and depth kc in format fmt (and bytes per element). */
 int64_t mp_gemm_panel_elems(mp_panel_format fmt, int w, int64_t kc);
 size_t mp_gemm_panel_elem_size(mp_panel_format fmt);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu/gemm.h"
+#include "cpu/gemm_pack.h"
 #include "cpu/gemm_ukr.h"
 
 /* ---- stand-in for dispatch.c: every level "supported", casts of that level ---- */
@@ -492,12 +493,53 @@ static int check_ftz_emulation(int n)
     return bad;
 }
 
+/* The AVX-512 bf16-pair packing against the portable packing, byte for byte: panel widths of
+ * both kernels and others, full and partial panels, k tails and odd depths, offsets into the
+ * source, both layouts (contiguous along k and along the panel), and the bytes past the
+ * panels untouched. Returns the number of mismatching cases; prints the count checked. */
+static int check_pair_packing(void)
+{
+    enum { SR = 80, SK = 90, CAP = 40 * 100 * 2 + 64 };
+    static uint16_t src[SR * SK], want[CAP], got[CAP];
+    for (int i = 0; i < SR * SK; i++)
+        src[i] = (uint16_t)rng_next();
+    static const int widths[] = {12, 32, 16, 8, 6, 31};
+    static const int64_t rowss[] = {1, 5, 12, 13, 32, 33, 64, 70};
+    static const int64_t kcs[] = {1, 2, 3, 15, 31, 32, 33, 47, 64, 65, 77};
+    int bad = 0, cases = 0;
+    for (int layout = 0; layout < 2; layout++)
+        for (size_t wi = 0; wi < sizeof widths / sizeof *widths; wi++)
+            for (size_t ri = 0; ri < sizeof rowss / sizeof *rowss; ri++)
+                for (size_t ki = 0; ki < sizeof kcs / sizeof *kcs; ki++) {
+                    int w = widths[wi];
+                    int64_t rows = rowss[ri], kc = kcs[ki], r0 = 3, k0 = 5;
+                    mp_pack_src sp = {(const char *)src, MP_DTYPE_BFLOAT16,
+                                      layout ? 1 : SK, layout ? SR : 1, NULL};
+                    if (r0 + rows > SR || k0 + kc > SK)
+                        continue;
+                    memset(want, 0xAB, sizeof want);
+                    memset(got, 0xAB, sizeof got);
+                    mp_gemm_pack(&sp, MP_PANEL_BF16_PAIRS, w, r0, rows, k0, kc, want);
+                    mp_gemm_pack_pairs_avx512(&sp, MP_PANEL_BF16_PAIRS, w, r0, rows, k0, kc,
+                                              got);
+                    cases++;
+                    if (memcmp(want, got, sizeof want) != 0) {
+                        if (bad++ < 10)
+                            printf("FAIL pair packing layout %s w %d rows %lld kc %lld\n",
+                                   layout ? "along-rows" : "along-k", w, (long long)rows,
+                                   (long long)kc);
+                    }
+                }
+    printf("pack_checks %d %d\n", bad, cases);
+    return bad;
+}
+
 int main(void)
 {
     fill_tables();
     tally tl[3] = {{"scalar", 0, 0, 0}, {"avx512", 0, 0, 0}, {"avx512bf16", 0, 0, 0}};
     int bad = check_names();
-    int sem = check_bf16_semantics() + check_ftz_emulation(1 << 20);
+    int sem = check_bf16_semantics() + check_ftz_emulation(1 << 20) + check_pair_packing();
     printf("kernel_checks %d\n", bad + sem);
     if (run_all(tl) != 0) {
         printf("FAIL out of memory or a product refused\n");

@@ -98,6 +98,25 @@ static inline simde__m256i emu_maskz_loadu_epi16(simde__mmask16 k, const void *p
     return simde_mm256_loadu_si256(h);
 }
 
+/* The 512-bit, 32-lane forms (gemm_pack_avx512.c), lane by lane. */
+static inline simde__m512i emu_maskz_loadu_epi16_512(simde__mmask32 k, const void *p)
+{
+    uint16_t h[32] = {0};
+    for (int i = 0; i < 32; i++)
+        if (k & (1u << i))
+            memcpy(h + i, (const uint16_t *)p + i, 2);
+    return simde_mm512_loadu_si512(h);
+}
+
+static inline void emu_mask_storeu_epi16_512(void *p, simde__mmask32 k, simde__m512i v)
+{
+    uint16_t h[32];
+    simde_mm512_storeu_si512(h, v);
+    for (int i = 0; i < 32; i++)
+        if (k & (1u << i))
+            memcpy((uint16_t *)p + i, h + i, 2);
+}
+
 static inline void emu_mask_storeu_ps(void *p, simde__mmask16 k, simde__m512 v)
 {
     float f[16];
@@ -201,6 +220,8 @@ static inline simde__m512 emu_dpbf16_ps(simde__m512 src, simde__m512bh a, simde_
 #define _mm512_mask_storeu_ps(p, k, v) emu_mask_storeu_ps((p), (k), (v))
 #define _mm512_mask_storeu_epi32(p, k, v) emu_mask_storeu_epi32((p), (k), (v))
 #define _mm256_mask_storeu_epi16(p, k, v) emu_mask_storeu_epi16((p), (k), (v))
+#define _mm512_maskz_loadu_epi16(k, p) emu_maskz_loadu_epi16_512((k), (p))
+#define _mm512_mask_storeu_epi16(p, k, v) emu_mask_storeu_epi16_512((p), (k), (v))
 #define _mm512_mask_cvtepi32_storeu_epi16(p, k, v) emu_mask_cvtepi32_storeu_epi16((p), (k), (v))
 #define _mm512_dpbf16_ps(src, a, b) emu_dpbf16_ps((src), (a), (b))
 /* a plain store has the same visible effect as a streaming one */
