@@ -290,6 +290,8 @@ def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
     """_nll_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_softmax)"""
+def _parallel_probe(*args: Any, **kwargs: Any) -> Any:
+    """Test hook: run one parallel region; (threads that ran ranges, items run, workers)"""
 def _pointwise_loss(*args: Any, **kwargs: Any) -> Any:
     """_pointwise_loss(kind, input, target, reduction): mse (0) or l1 (1)"""
 def _random_(*args: Any, **kwargs: Any) -> Any:

@@ -3,6 +3,8 @@
  * classes the C code instantiates, and test hooks that run one ISA's kernels. */
 #include "bindings.h"
 
+#include <pthread.h>
+
 #include "../core/alloc.h"
 #include "../core/cuda_api.h"
 #include "../cpu/cast_check.h"
@@ -284,7 +286,62 @@ static PyObject *f_set_num_threads(PyObject *m, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+/* ---- test hook: which threads ran the ranges of one parallel region ---- */
+
+typedef struct {
+    int64_t n;
+    int64_t covered;            /* items run (atomic): must end equal to n */
+    int nested;                 /* each range opens a region of its own inside */
+    pthread_t ids[64];
+    int nids;                   /* under lock */
+    pthread_mutex_t lock;
+} probe_ctx;
+
+static void probe_nested(void *p, int64_t b, int64_t e)
+{
+    (void)p, (void)b, (void)e;
+}
+
+static void probe_range(void *p, int64_t b, int64_t e)
+{
+    probe_ctx *c = p;
+    if (c->nested)
+        mp_parallel_for(1 << 20, 1, probe_nested, NULL);
+    __atomic_add_fetch(&c->covered, e - b, __ATOMIC_RELAXED);
+    pthread_t me = pthread_self();
+    pthread_mutex_lock(&c->lock);
+    int seen = 0;
+    for (int i = 0; i < c->nids; i++)
+        seen |= pthread_equal(c->ids[i], me);
+    if (!seen && c->nids < 64)
+        c->ids[c->nids++] = me;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* _parallel_probe(n, grain, nested) -> (threads that ran a range, items run, workers) */
+static PyObject *f_parallel_probe(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)m;
+    int64_t n, grain, nested;
+    if (nargs != 3 || mp_parse_int64(args[0], "_parallel_probe", "n", &n) < 0 ||
+        mp_parse_int64(args[1], "_parallel_probe", "grain", &grain) < 0 ||
+        mp_parse_int64(args[2], "_parallel_probe", "nested", &nested) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "_parallel_probe(n, grain, nested)");
+        return NULL;
+    }
+    probe_ctx c = {.n = n, .nested = (int)nested};
+    pthread_mutex_init(&c.lock, NULL);
+    Py_BEGIN_ALLOW_THREADS
+    mp_parallel_for(n, grain, probe_range, &c);
+    Py_END_ALLOW_THREADS
+    pthread_mutex_destroy(&c.lock);
+    return Py_BuildValue("(iLi)", c.nids, (long long)c.covered, mp_parallel_workers());
+}
+
 PyMethodDef mp_misc_functions[] = {
+    {"_parallel_probe", (PyCFunction)(void (*)(void))f_parallel_probe, METH_FASTCALL,
+     "Test hook: run one parallel region; (threads that ran ranges, items run, workers)"},
     {"get_num_threads", f_get_num_threads, METH_NOARGS,
      "Threads large kernels use (MPAMP_NUM_THREADS / OMP_NUM_THREADS / cores)"},
     {"set_num_threads", f_set_num_threads, METH_O, "Set the threads large kernels use"},
