@@ -110,9 +110,8 @@ static mp_state *state_of_pair(PyObject *x, PyObject *y)
 }
 
 /* x % y (is_fmod 0) or fmod(x, y); strict: TypeError instead of NotImplemented */
-static PyObject *rem_binary(int is_fmod, PyObject *x, PyObject *y, int strict)
+static PyObject *rem_binary(mp_state *s, int is_fmod, PyObject *x, PyObject *y, int strict)
 {
-    mp_state *s = state_of_pair(x, y);
     if (!s)
         return NULL;
     mp_tensor *a, *b, *oa, *ob = NULL, *out = NULL;
@@ -155,10 +154,23 @@ static PyObject *remainder_inplace(PyObject *self, int is_fmod, PyObject *other)
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);
 }
 
-static PyObject *nb_rem(PyObject *x, PyObject *y) { return rem_binary(0, x, y, 0); }
+static PyObject *nb_rem(PyObject *x, PyObject *y)
+{
+    return rem_binary(state_of_pair(x, y), 0, x, y, 0);
+}
+
 static PyObject *nb_irem(PyObject *x, PyObject *y) { return remainder_inplace(x, 0, y); }
-static PyObject *m_remainder(PyObject *self, PyObject *o) { return rem_binary(0, self, o, 1); }
-static PyObject *m_fmod(PyObject *self, PyObject *o) { return rem_binary(1, self, o, 1); }
+
+static PyObject *m_remainder(PyObject *self, PyObject *o)
+{
+    return rem_binary(STATE_OF(self), 0, self, o, 1);
+}
+
+static PyObject *m_fmod(PyObject *self, PyObject *o)
+{
+    return rem_binary(STATE_OF(self), 1, self, o, 1);
+}
+
 static PyObject *m_remainder_(PyObject *self, PyObject *o) { return remainder_inplace(self, 0, o); }
 static PyObject *m_fmod_(PyObject *self, PyObject *o) { return remainder_inplace(self, 1, o); }
 
@@ -190,13 +202,14 @@ PyMethodDef mp_tensor_math_methods[] = {
 /* _remainder(is_fmod, input, other): mpamp.remainder / mpamp.fmod */
 static PyObject *f_remainder(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-    (void)m;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "_remainder(is_fmod, input, other)");
         return NULL;
     }
     int is_fmod = PyObject_IsTrue(args[0]);
-    return is_fmod < 0 ? NULL : rem_binary(is_fmod, args[1], args[2], 1);
+    if (is_fmod < 0)
+        return NULL;
+    return rem_binary(mp_state_of_module(m), is_fmod, args[1], args[2], 1);
 }
 
 PyMethodDef mp_math_functions[] = {
