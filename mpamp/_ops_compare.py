@@ -4,6 +4,7 @@ equal, isclose, allclose). The per-element work is in C (_C._compare, _C._logic,
 _C._any_all and the Tensor methods); isclose/allclose/equal compose those C ops, as torch's
 own implementations do."""
 import builtins
+import numbers
 
 from . import _C
 from ._tensor import Tensor
@@ -211,8 +212,17 @@ def _equal_method(self, other):
     return equal(self, other)
 
 
+def _contains(self, element):
+    """element in tensor: whether any element equals it (a tensor or a number)."""
+    if isinstance(element, (_C.TensorBase, numbers.Number)):
+        return builtins.bool((element == self).any().item())
+    raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in "
+                       f"a {type(element)}.")
+
+
 for _name, _fn in (("any", _any_method), ("all", _all_method), ("isclose", _isclose_method),
-                   ("allclose", _allclose_method), ("equal", _equal_method)):
+                   ("allclose", _allclose_method), ("equal", _equal_method),
+                   ("__contains__", _contains)):
     _fn.__name__ = _fn.__qualname__ = _name
     setattr(Tensor, _name, _fn)
 del _name, _fn

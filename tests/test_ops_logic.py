@@ -268,7 +268,7 @@ def test_any_all_match_numpy(dtype, rng):
         assert getattr(a, fn)().item() == bool(ref(an))
         for dim in (0, 1, -1, (0, 2), [1, 2], (0, 1, 2), ()):
             for keepdim in (False, True):
-                axis = None if dim == () else (tuple(dim) if isinstance(dim, list) else dim)
+                axis = tuple(dim) if isinstance(dim, list) else dim   # (): no dims, as torch
                 exp = ref(an, axis=axis, keepdims=keepdim)
                 got = f(a, dim, keepdim=keepdim)
                 np.testing.assert_array_equal(to_numpy(got), exp, err_msg=f"{fn} {dim}")
@@ -285,6 +285,13 @@ def test_any_all_edge_cases():
     assert mpamp.tensor([float("nan")]).all().item() is True
     assert mpamp.tensor([float("nan"), 0.0]).any().item() is True
     assert mpamp.tensor(3.0).any(0).shape == () and mpamp.tensor(0).all(-1).item() is False
+    assert mpamp.ones(2, 3).any(None, keepdim=True).shape == (1, 1)
+    assert mpamp.ones(2, 3).all(dim=()).shape == (2, 3)
+    assert (0.5 in mpamp.tensor([0.5, 1.0])) and (2 not in mpamp.tensor([0.5, 1.0]))
+    assert mpamp.tensor(1.0) in mpamp.ones(2, 2) and mpamp.tensor([3, 4]) not in mpamp.ones(2)
+    with pytest.raises(RuntimeError, match="Tensor.__contains__ only supports Tensor or "
+                                           "scalar, but you passed in a <class 'str'>."):
+        "a" in mpamp.ones(2)       # noqa: B015
     x = mpamp.ones(2, requires_grad=True)
     assert not (x * 2).any().requires_grad
     big = mpamp.zeros(200_000)

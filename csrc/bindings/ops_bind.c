@@ -54,8 +54,12 @@ int mp_operand(mp_state *s, PyObject *obj, mp_tensor **t, mp_tensor **owned)
                                       Py_TYPE(obj)->tp_as_number->nb_float)) {
         int is_int = PyIndex_Check(obj);
         PyObject *num = is_int ? PyNumber_Index(obj) : PyNumber_Float(obj);
-        if (!num)
-            return -1;
+        if (!num) {      /* e.g. a NumPy array (it has __index__): not a number operand */
+            if (!PyErr_ExceptionMatches(PyExc_TypeError))
+                return -1;
+            PyErr_Clear();
+            return 1;
+        }
         int rc = mp_operand(s, num, t, owned);
         Py_DECREF(num);
         return rc;

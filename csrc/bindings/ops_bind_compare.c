@@ -373,13 +373,14 @@ static PyObject *f_logic(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     return result(s, run_logic(kind, (mp_logic_op)op, a, b, &out), &out, oa, ob);
 }
 
-/* dim: None or an empty sequence (every dim), an int, or a sequence of ints -> bit mask */
+/* dim: None (every dim), an int, or a sequence of ints (empty: none, as torch's any/all)
+ * -> bit mask */
 static int dims_arg(PyObject *dim, int ndim, const char *fname, uint32_t *mask)
 {
     *mask = 0;
     int seq = PyTuple_Check(dim) || PyList_Check(dim);
     Py_ssize_t n = dim == Py_None ? 0 : seq ? PySequence_Fast_GET_SIZE(dim) : 1;
-    if (n == 0)
+    if (dim == Py_None)
         *mask = ndim >= 32 ? ~0u : (1u << ndim) - 1u;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = seq ? PySequence_Fast_GET_ITEM(dim, i) : dim;
