@@ -40,10 +40,30 @@ class TensorBase:
         """In-place add"""
     def bfloat16(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to bfloat16"""
+    def bitwise_and(self, *args: Any, **kwargs: Any) -> Any:
+        """self & other (bool or int64)"""
+    def bitwise_and_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place bitwise_and"""
+    def bitwise_not(self, *args: Any, **kwargs: Any) -> Any:
+        """~self (bool or int64)"""
+    def bitwise_not_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place bitwise_not"""
+    def bitwise_or(self, *args: Any, **kwargs: Any) -> Any:
+        """self | other (bool or int64)"""
+    def bitwise_or_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place bitwise_or"""
+    def bitwise_xor(self, *args: Any, **kwargs: Any) -> Any:
+        """self ^ other (bool or int64)"""
+    def bitwise_xor_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place bitwise_xor"""
     def bmm(self, *args: Any, **kwargs: Any) -> Any:
         """Batched matrix product of two 3-D tensors"""
     def bool(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to bool"""
+    def ceil(self, *args: Any, **kwargs: Any) -> Any:
+        """round up"""
+    def ceil_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place ceil"""
     def clamp(self, *args: Any, **kwargs: Any) -> Any:
         """clamp(min=None, max=None)"""
     def clamp_(self, *args: Any, **kwargs: Any) -> Any:
@@ -58,6 +78,10 @@ class TensorBase:
         """self if contiguous, else a contiguous copy"""
     def copy_(self, *args: Any, **kwargs: Any) -> Any:
         """Copy src (broadcast, converted) into self"""
+    def cos(self, *args: Any, **kwargs: Any) -> Any:
+        """cosine"""
+    def cos_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place cos"""
     def data_ptr(self, *args: Any, **kwargs: Any) -> Any:
         """Address of the first element"""
     def detach(self, *args: Any, **kwargs: Any) -> Any:
@@ -72,6 +96,14 @@ class TensorBase:
     dtype: Any  # Element type
     def element_size(self, *args: Any, **kwargs: Any) -> Any:
         """Bytes per element"""
+    def eq(self, *args: Any, **kwargs: Any) -> Any:
+        """self == other (bool)"""
+    def eq_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place eq"""
+    def erf(self, *args: Any, **kwargs: Any) -> Any:
+        """error function"""
+    def erf_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place erf"""
     def exp(self, *args: Any, **kwargs: Any) -> Any:
         """exp"""
     def exp_(self, *args: Any, **kwargs: Any) -> Any:
@@ -80,16 +112,48 @@ class TensorBase:
         """Broadcast size-1 dimensions without copying"""
     def expand_as(self, *args: Any, **kwargs: Any) -> Any:
         """expand(other.shape)"""
+    def expm1(self, *args: Any, **kwargs: Any) -> Any:
+        """exp(self) - 1"""
+    def expm1_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place expm1"""
     def fill_(self, *args: Any, **kwargs: Any) -> Any:
         """Fill with a value"""
+    def fix(self, *args: Any, **kwargs: Any) -> Any:
+        """trunc"""
+    def fix_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place fix"""
     def flatten(self, *args: Any, **kwargs: Any) -> Any:
         """Merge dimensions start_dim..end_dim"""
     def float(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to float32"""
+    def floor(self, *args: Any, **kwargs: Any) -> Any:
+        """round down"""
+    def floor_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place floor"""
+    def fmod(self, *args: Any, **kwargs: Any) -> Any:
+        """C fmod (the sign of self)"""
+    def fmod_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place fmod"""
+    def ge(self, *args: Any, **kwargs: Any) -> Any:
+        """self >= other (bool)"""
+    def ge_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place ge"""
     def gelu(self, *args: Any, **kwargs: Any) -> Any:
         """GELU (approximate='none' or 'tanh')"""
     grad: Any  # Accumulated gradient (leaves), or None
     grad_fn: Any  # The node that produced this tensor, or None
+    def greater(self, *args: Any, **kwargs: Any) -> Any:
+        """self > other (bool)"""
+    def greater_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place greater"""
+    def greater_equal(self, *args: Any, **kwargs: Any) -> Any:
+        """self >= other (bool)"""
+    def greater_equal_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place greater_equal"""
+    def gt(self, *args: Any, **kwargs: Any) -> Any:
+        """self > other (bool)"""
+    def gt_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place gt"""
     def half(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to float16"""
     def is_contiguous(self, *args: Any, **kwargs: Any) -> Any:
@@ -98,15 +162,69 @@ class TensorBase:
     def is_floating_point(self, *args: Any, **kwargs: Any) -> Any:
         """True for float dtypes"""
     is_leaf: Any  # True unless produced by a recorded op
+    def isfinite(self, *args: Any, **kwargs: Any) -> Any:
+        """True where neither inf nor NaN"""
+    def isinf(self, *args: Any, **kwargs: Any) -> Any:
+        """True where +-inf"""
+    def isnan(self, *args: Any, **kwargs: Any) -> Any:
+        """True where NaN"""
+    def isneginf(self, *args: Any, **kwargs: Any) -> Any:
+        """True where -inf"""
+    def isposinf(self, *args: Any, **kwargs: Any) -> Any:
+        """True where +inf"""
     def item(self, *args: Any, **kwargs: Any) -> Any:
         """The value of a one-element tensor as a Python number"""
     itemsize: Any  # Bytes per element
+    def le(self, *args: Any, **kwargs: Any) -> Any:
+        """self <= other (bool)"""
+    def le_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place le"""
+    def less(self, *args: Any, **kwargs: Any) -> Any:
+        """self < other (bool)"""
+    def less_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place less"""
+    def less_equal(self, *args: Any, **kwargs: Any) -> Any:
+        """self <= other (bool)"""
+    def less_equal_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place less_equal"""
     def log(self, *args: Any, **kwargs: Any) -> Any:
         """natural log"""
+    def log10(self, *args: Any, **kwargs: Any) -> Any:
+        """base-10 logarithm"""
+    def log10_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place log10"""
+    def log1p(self, *args: Any, **kwargs: Any) -> Any:
+        """log(1 + self)"""
+    def log1p_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place log1p"""
+    def log2(self, *args: Any, **kwargs: Any) -> Any:
+        """base-2 logarithm"""
+    def log2_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place log2"""
     def log_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place log"""
+    def logical_and(self, *args: Any, **kwargs: Any) -> Any:
+        """self and other, elementwise (bool)"""
+    def logical_and_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place logical_and"""
+    def logical_not(self, *args: Any, **kwargs: Any) -> Any:
+        """not self, elementwise (bool)"""
+    def logical_not_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place logical_not"""
+    def logical_or(self, *args: Any, **kwargs: Any) -> Any:
+        """self or other, elementwise (bool)"""
+    def logical_or_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place logical_or"""
+    def logical_xor(self, *args: Any, **kwargs: Any) -> Any:
+        """self xor other, elementwise (bool)"""
+    def logical_xor_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place logical_xor"""
     def long(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to int64"""
+    def lt(self, *args: Any, **kwargs: Any) -> Any:
+        """self < other (bool)"""
+    def lt_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place lt"""
     def matmul(self, *args: Any, **kwargs: Any) -> Any:
         """Matrix product with torch.matmul's broadcasting rules"""
     def mm(self, *args: Any, **kwargs: Any) -> Any:
@@ -117,10 +235,18 @@ class TensorBase:
         """In-place mul"""
     nbytes: Any  # Bytes of the elements viewed
     ndim: Any  # Number of dimensions
+    def ne(self, *args: Any, **kwargs: Any) -> Any:
+        """self != other (bool)"""
+    def ne_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place ne"""
     def neg(self, *args: Any, **kwargs: Any) -> Any:
         """-self"""
     def neg_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place neg"""
+    def not_equal(self, *args: Any, **kwargs: Any) -> Any:
+        """self != other (bool)"""
+    def not_equal_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place not_equal"""
     def numel(self, *args: Any, **kwargs: Any) -> Any:
         """Number of elements"""
     def permute(self, *args: Any, **kwargs: Any) -> Any:
@@ -129,34 +255,62 @@ class TensorBase:
         """self ** exponent"""
     def pow_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place pow"""
+    def reciprocal(self, *args: Any, **kwargs: Any) -> Any:
+        """1 / self"""
+    def reciprocal_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place reciprocal"""
     def relu(self, *args: Any, **kwargs: Any) -> Any:
         """max(self, 0)"""
     def relu_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place relu"""
+    def remainder(self, *args: Any, **kwargs: Any) -> Any:
+        """self % other (the sign of other, as Python)"""
+    def remainder_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place remainder"""
     requires_grad: Any  # Whether autograd records ops
     def requires_grad_(self, *args: Any, **kwargs: Any) -> Any:
         """Set requires_grad in place; returns self"""
     def reshape(self, *args: Any, **kwargs: Any) -> Any:
         """A view with a new shape, or a copy when strides do not allow a view"""
+    def round(self, *args: Any, **kwargs: Any) -> Any:
+        """round half to even (at 10^-decimals with decimals=)"""
+    def round_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place round"""
     def rsqrt(self, *args: Any, **kwargs: Any) -> Any:
         """1/sqrt"""
     def rsqrt_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place rsqrt"""
+    def sgn(self, *args: Any, **kwargs: Any) -> Any:
+        """sign (real tensors)"""
+    def sgn_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place sgn"""
     shape: Any  # The size of each dimension (an mpamp.Size)
     def sigmoid(self, *args: Any, **kwargs: Any) -> Any:
         """1 / (1 + exp(-self))"""
     def sigmoid_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place sigmoid"""
+    def sign(self, *args: Any, **kwargs: Any) -> Any:
+        """-1, 0 or 1 (0 for NaN)"""
+    def sign_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place sign"""
     def silu(self, *args: Any, **kwargs: Any) -> Any:
         """self * sigmoid(self)"""
     def silu_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place silu"""
+    def sin(self, *args: Any, **kwargs: Any) -> Any:
+        """sine"""
+    def sin_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place sin"""
     def size(self, *args: Any, **kwargs: Any) -> Any:
         """Shape, or one dimension"""
     def sqrt(self, *args: Any, **kwargs: Any) -> Any:
         """sqrt"""
     def sqrt_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place sqrt"""
+    def square(self, *args: Any, **kwargs: Any) -> Any:
+        """self * self"""
+    def square_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place square"""
     def squeeze(self, *args: Any, **kwargs: Any) -> Any:
         """Remove dimensions of size 1"""
     def storage_offset(self, *args: Any, **kwargs: Any) -> Any:
@@ -175,6 +329,10 @@ class TensorBase:
         """In-place tanh"""
     def transpose(self, *args: Any, **kwargs: Any) -> Any:
         """Swap two dimensions"""
+    def trunc(self, *args: Any, **kwargs: Any) -> Any:
+        """round toward zero"""
+    def trunc_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place trunc"""
     def type_as(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to other's dtype"""
     def unsqueeze(self, *args: Any, **kwargs: Any) -> Any:
@@ -194,6 +352,8 @@ def _amp_foreach_non_finite_check_and_unscale_(*args: Any, **kwargs: Any) -> Any
     """Check grads for inf/NaN (found_inf = 1) and multiply them by inv_scale in place"""
 def _amp_update_scale_(*args: Any, **kwargs: Any) -> Any:
     """torch's loss-scale update: backoff on inf, growth after growth_interval clean steps"""
+def _any_all(*args: Any, **kwargs: Any) -> Any:
+    """_any_all(all, input, dim, keepdim)"""
 def _arange(*args: Any, **kwargs: Any) -> Any:
     """_arange(start, end, step, dtype)"""
 def _argmax(*args: Any, **kwargs: Any) -> Any:
@@ -230,6 +390,8 @@ def _clamp(*args: Any, **kwargs: Any) -> Any:
     """_clamp(input, min or None, max or None)"""
 def _clear_autocast_cache(*args: Any, **kwargs: Any) -> Any:
     """Drop every cached weight cast"""
+def _compare(*args: Any, **kwargs: Any) -> Any:
+    """_compare(op, input, other): eq ne lt le gt ge"""
 def _cpu_peak_gflops(*args: Any, **kwargs: Any) -> Any:
     """_cpu_peak_gflops(kind, threads=None, seconds=0.2): measured GFLOP/s of 'fp32_fma' or 'bf16_dot'; None when the active ISA level lacks the instruction"""
 def _cuda_cast_roundtrip(*args: Any, **kwargs: Any) -> Any:
@@ -280,6 +442,8 @@ def _layer_norm(*args: Any, **kwargs: Any) -> Any:
     """_layer_norm(input, normalized_shape, weight, bias, eps)"""
 def _linear(*args: Any, **kwargs: Any) -> Any:
     """_linear(input, weight, bias or None)"""
+def _logic(*args: Any, **kwargs: Any) -> Any:
+    """_logic(kind, op, input, other): kind 0 logical_*, 1 bitwise_*; op and, or, xor"""
 def _matmul(*args: Any, **kwargs: Any) -> Any:
     """_matmul(input, other)"""
 def _max(*args: Any, **kwargs: Any) -> Any:
@@ -302,6 +466,8 @@ def _reduce(*args: Any, **kwargs: Any) -> Any:
     """_reduce(kind, input, dim, keepdim, dtype)"""
 def _register(*args: Any, **kwargs: Any) -> Any:
     """Register the Python Tensor, Size and cpu device objects"""
+def _remainder(*args: Any, **kwargs: Any) -> Any:
+    """_remainder(is_fmod, input, other): remainder (0) or fmod (1)"""
 def _set_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Set the cache flag"""
 def _set_autocast_dtype(*args: Any, **kwargs: Any) -> Any:

@@ -17,7 +17,8 @@ ALLOWLIST = os.path.join(ROOT, "tools", "error_sites_allowlist.txt")
 EXCEPTION = {"MP_ERR_VALUE": "ValueError", "MP_ERR_TYPE": "TypeError",
              "MP_ERR_INDEX": "IndexError", "MP_ERR_NOMEM": "MemoryError",
              "MP_ERR_SHAPE": "RuntimeError", "MP_ERR_RUNTIME": "RuntimeError",
-             "MP_ERR_NO_CUDA": "RuntimeError", "MP_ERR_CUDA": "RuntimeError"}
+             "MP_ERR_NO_CUDA": "RuntimeError", "MP_ERR_CUDA": "RuntimeError",
+             "MP_ERR_NOT_IMPLEMENTED": "NotImplementedError"}
 
 _CALL = re.compile(r"\bmp_error\s*\(")
 _BARE = re.compile(r"\breturn\s+(MP_ERR_\w+)\s*;|\bmp_raise\s*\(\s*(MP_ERR_\w+)\s*\)")

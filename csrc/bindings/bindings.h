@@ -9,6 +9,7 @@
 
 #include "../core/tensor.h"
 #include "../core/copy.h"
+#include "../core/ops.h"
 
 /* Elements above which kernels run with the GIL released. */
 #define MP_NOGIL_NUMEL 32768
@@ -87,9 +88,18 @@ extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
 extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */
 extern PyMethodDef mp_vmath_functions[];         /* vmath_bind.c: vector math test hooks */
 extern PyType_Slot mp_tensor_number_slots[];
+extern PyMethodDef mp_compare_functions[];       /* ops_bind_compare.c: eq, logic, any */
+extern PyMethodDef mp_tensor_compare_methods[];
+extern PyType_Slot mp_tensor_compare_slots[];    /* == < ..., & | ^ ~, identity hash */
+extern PyMethodDef mp_math_functions[];          /* ops_bind_math.c: sin ..., remainder */
+extern PyMethodDef mp_tensor_math_methods[];
+extern PyType_Slot mp_tensor_math_slots[];       /* % and %= */
 /* ops_bind.c: a tensor for a Python operand (tensor, or number -> wrapped scalar *owned);
  * 0 ok, 1 not an operand (no exception), -1 error */
 int mp_operand(mp_state *s, PyObject *obj, mp_tensor **t, mp_tensor **owned);
+/* ops_bind.c: Tensor methods of unary op `op` (autocast applied) and its in-place form */
+PyObject *mp_unary_method(PyObject *self, mp_unary_op op);
+PyObject *mp_unary_inplace_method(PyObject *self, mp_unary_op op, const char *name);
 extern PyMethodDef mp_tensor_view_methods[];
 extern PyMethodDef mp_tensor_interop_methods[];
 

@@ -10,6 +10,7 @@ static PyObject *exception_for(mp_status st)
     case MP_ERR_TYPE: return PyExc_TypeError;
     case MP_ERR_INDEX: return PyExc_IndexError;
     case MP_ERR_NOMEM: return PyExc_MemoryError;
+    case MP_ERR_NOT_IMPLEMENTED: return PyExc_NotImplementedError;
     case MP_ERR_SHAPE:
     case MP_ERR_RUNTIME:
     case MP_ERR_NO_CUDA:

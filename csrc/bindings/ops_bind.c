@@ -5,8 +5,24 @@
 #include "bindings.h"
 
 #include "../core/autocast.h"
+#include "../core/chunk.h"
 #include "../core/elementwise.h"
 #include "../core/ops.h"
+
+/* A wrapped-number int64 scalar holding all 64 bits of v (not rounded through a double). */
+static int wrapped_int(long long v, mp_tensor **out)
+{
+    mp_scalar exact = {(double)v, (int64_t)v, 1};
+    mp_status st = mp_tensor_empty(NULL, 0, MP_DTYPE_INT64, MP_DEVICE_CPU, out);
+    if (st == MP_OK && (st = mp_tensor_fill_(*out, exact)) != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    if (st != MP_OK)
+        return mp_raise_int(st);
+    (*out)->wrapped_number = 1;
+    return 0;
+}
 
 /* *t = a tensor for obj: borrowed for tensors, a new wrapped scalar (*owned) for numbers.
  * Returns 0, or 1 when obj is not an operand (no exception), or -1 on error. */
@@ -28,15 +44,22 @@ int mp_operand(mp_state *s, PyObject *obj, mp_tensor **t, mp_tensor **owned)
             PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to int64");
             return -1;
         }
-        dt = MP_DTYPE_INT64, v = (double)i;
+        if (wrapped_int(i, owned) < 0)
+            return -1;
+        *t = *owned;
+        return 0;
     } else if (PyFloat_Check(obj)) {
         dt = MP_DTYPE_FLOAT32, v = PyFloat_AS_DOUBLE(obj);
     } else if (PyIndex_Check(obj) || (Py_TYPE(obj)->tp_as_number &&
                                       Py_TYPE(obj)->tp_as_number->nb_float)) {
         int is_int = PyIndex_Check(obj);
         PyObject *num = is_int ? PyNumber_Index(obj) : PyNumber_Float(obj);
-        if (!num)
-            return -1;
+        if (!num) {      /* e.g. a NumPy array (it has __index__): not a number operand */
+            if (!PyErr_ExceptionMatches(PyExc_TypeError))
+                return -1;
+            PyErr_Clear();
+            return 1;
+        }
         int rc = mp_operand(s, num, t, owned);
         Py_DECREF(num);
         return rc;
@@ -140,8 +163,17 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
 /* the autocast entry of the pointwise ops that have one (fp32 on CUDA), else -1 */
 static int autocast_op_of(mp_unary_op op)
 {
-    return op == MP_UN_EXP ? MP_AC_OP_EXP : op == MP_UN_LOG ? MP_AC_OP_LOG
-         : op == MP_UN_RSQRT ? MP_AC_OP_RSQRT : -1;
+    switch (op) {
+    case MP_UN_EXP: return MP_AC_OP_EXP;
+    case MP_UN_LOG: return MP_AC_OP_LOG;
+    case MP_UN_RSQRT: return MP_AC_OP_RSQRT;
+    case MP_UN_EXPM1: return MP_AC_OP_EXPM1;
+    case MP_UN_LOG1P: return MP_AC_OP_LOG1P;
+    case MP_UN_LOG2: return MP_AC_OP_LOG2;
+    case MP_UN_LOG10: return MP_AC_OP_LOG10;
+    case MP_UN_RECIPROCAL: return MP_AC_OP_RECIPROCAL;
+    default: return -1;
+    }
 }
 
 static PyObject *unary(PyObject *self, mp_unary_op op)
@@ -237,14 +269,22 @@ static PyObject *unary_(PyObject *self, mp_unary_op op, const char *name)
     mp_tensor *t = MP_T(self), *out;
     mp_status st = mp_check_inplace(t, name);
     if (st == MP_OK && (st = mp_op_unary(op, t, &out)) == MP_OK) {
-        if (mp_dtype_is_float(out->dtype) && !mp_dtype_is_float(t->dtype))  /* as torch */
-            st = mp_error(MP_ERR_RUNTIME, "result type Float can't be cast to the desired "
-                          "output type %s", t->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
-        else
+        if ((st = mp_check_result_cast(out->dtype, t->dtype)) == MP_OK)    /* as torch */
             st = mp_inplace_commit(t, out, name);
         mp_tensor_decref(out);
     }
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);
+}
+
+/* for the unary ops bound in other files (ops_bind_math.c) */
+PyObject *mp_unary_method(PyObject *self, mp_unary_op op)
+{
+    return unary(self, op);
+}
+
+PyObject *mp_unary_inplace_method(PyObject *self, mp_unary_op op, const char *name)
+{
+    return unary_(self, op, name);
 }
 
 #define UNARY_METHODS(name, op)                                                              \

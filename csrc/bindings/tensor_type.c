@@ -534,8 +534,9 @@ static PyType_Slot tensor_slots[64];
 static int join_slots(void)
 {
     size_t n = 0, cap = sizeof tensor_slots / sizeof tensor_slots[0] - 1;
-    PyType_Slot *const tables[] = {tensor_base_slots, mp_tensor_number_slots};
-    for (size_t i = 0; i < 2; i++) {
+    PyType_Slot *const tables[] = {tensor_base_slots, mp_tensor_number_slots,
+                                   mp_tensor_compare_slots, mp_tensor_math_slots};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         for (PyType_Slot *sl = tables[i]; sl->slot; sl++) {
             if (n == cap) {
                 PyErr_SetString(PyExc_SystemError, "mpamp: tensor slot table is full");
@@ -569,7 +570,8 @@ int mp_tensor_type_init(PyObject *module, mp_state *s)
 {
     PyMethodDef *const tables[] = {tensor_core_methods, mp_tensor_view_methods,
                                    mp_tensor_interop_methods, mp_tensor_ops_methods,
-                                   mp_tensor_reduce_methods, mp_tensor_matmul_methods};
+                                   mp_tensor_reduce_methods, mp_tensor_matmul_methods,
+                                   mp_tensor_compare_methods, mp_tensor_math_methods};
     if (join_methods(tables, sizeof tables / sizeof tables[0]) < 0 || join_slots() < 0)
         return -1;
     PyObject *tp = PyType_FromModuleAndSpec(module, &tensor_spec, NULL);

@@ -46,6 +46,13 @@ static const struct {
     [MP_AC_OP_SUM] = {"sum", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_CAT] = {"cat", MP_AC_PROMOTE, MP_AC_NONE},
     [MP_AC_OP_STACK] = {"stack", MP_AC_PROMOTE, MP_AC_NONE},
+    /* CUDA's fp32 list; not in CPU's (comparisons, sin, cos, erf, sign, floor, ... are in
+     * no list: they run in their inputs' dtype) */
+    [MP_AC_OP_EXPM1] = {"expm1", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_LOG1P] = {"log1p", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_LOG2] = {"log2", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_LOG10] = {"log10", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_RECIPROCAL] = {"reciprocal", MP_AC_NONE, MP_AC_FP32},
 };
 
 int mp_autocast_enabled(mp_device dev) { return ac_enabled[dev]; }

@@ -24,7 +24,8 @@ typedef enum {
     MP_ERR_NOMEM,       /* allocation failed                    -> MemoryError  */
     MP_ERR_RUNTIME,     /* other runtime failure                -> RuntimeError */
     MP_ERR_NO_CUDA,     /* CUDA not built or no device present  -> RuntimeError */
-    MP_ERR_CUDA         /* a CUDA call failed                   -> RuntimeError */
+    MP_ERR_CUDA,        /* a CUDA call failed                   -> RuntimeError */
+    MP_ERR_NOT_IMPLEMENTED /* no kernel for this dtype (torch's) -> NotImplementedError */
 } mp_status;
 
 /* Order is part of the ABI between core and bindings (dtype objects are indexed by it). */

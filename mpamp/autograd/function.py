@@ -16,10 +16,10 @@ class FunctionCtx:
 
     def save_for_backward(self, *tensors):
         """Keep tensors (or None) for backward."""
-        for t in tensors:
+        for i, t in enumerate(tensors):     # by position: tensors == t would compare values
             if t is not None and not isinstance(t, _C.TensorBase):
                 raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
+                                f"{i} is of type {type(t).__name__}")
         self._saved = tuple(None if t is None else t.detach() for t in tensors)
 
     @property
