@@ -25,7 +25,8 @@ mp_status mp_op_max_pool(mp_tensor *x, int nsp, const int64_t *kernel, const int
 mp_status mp_op_avg_pool(mp_tensor *x, int nsp, const int64_t *kernel, const int64_t *stride,
                          const int64_t *padding, int ceil_mode, int count_include_pad,
                          int64_t divisor, mp_tensor **out);
-/* output_size: nsp values, -1 keeps that input size (torch's None) */
+/* output_size: nsp values, MP_POOL_KEEP keeps that input size (torch's None) */
+#define MP_POOL_KEEP INT64_MIN
 mp_status mp_op_adaptive_avg_pool(mp_tensor *x, int nsp, const int64_t *output_size,
                                   mp_tensor **out);
 
