@@ -406,3 +406,13 @@ ERRORS = [
 def test_errors(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+@pytest.mark.parametrize("op", ["batch_norm", "group_norm"])
+def test_second_backward_needs_retain_graph(op):
+    x = mpamp.randn(4, 2, 3, requires_grad=True)
+    y = (F.batch_norm(x, None, None, training=True) if op == "batch_norm"
+         else F.group_norm(x, 2)).pow(2).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()

@@ -488,3 +488,10 @@ def test_conv_runs_in_lower_precision_under_autocast(low, nsp, rng):
     assert conv.weight.grad.dtype is mpamp.float32 and conv.bias.grad.dtype is mpamp.float32
     assert (F.conv2d if nsp == 2 else F.conv1d)(x, conv.weight, conv.bias, 1, 1).dtype \
         is mpamp.float32
+
+
+def test_second_backward_needs_retain_graph():
+    y = F.conv2d(mpamp.randn(1, 2, 4, 4, requires_grad=True), mpamp.randn(3, 2, 3, 3)).sum()
+    y.backward()
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        y.backward()

@@ -407,3 +407,16 @@ ERRORS = [
 def test_errors(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+@pytest.mark.parametrize("op", ["max", "avg", "adaptive"])
+def test_second_backward(op):
+    x = mpamp.randn(1, 2, 4, 4, requires_grad=True)
+    y = {"max": lambda: F.max_pool2d(x, 2), "avg": lambda: F.avg_pool2d(x, 2),
+         "adaptive": lambda: F.adaptive_avg_pool2d(x, 2)}[op]().sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    assert x.grad.sum().item() == pytest.approx(16.0)       # 8 outputs, twice
+    if op == "max":                 # the indices are saved; average pooling saves nothing
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.backward()

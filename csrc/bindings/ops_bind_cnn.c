@@ -362,7 +362,8 @@ static PyObject *f_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t nar
     int training;
     double momentum, eps;
     const char *fn = "batch_norm";
-    if (nargs_is(nargs, 8, "_batch_norm") < 0 || tensor_arg(s, args[0], fn, "input", 1, &x) < 0 ||
+    if (nargs_is(nargs, 8, "_batch_norm") < 0 ||
+        tensor_arg(s, args[0], fn, "input", 1, &x) < 0 ||
         opt_tensor_arg(s, args[1], fn, "running_mean", &rm) < 0 ||
         opt_tensor_arg(s, args[2], fn, "running_var", &rv) < 0 ||
         opt_tensor_arg(s, args[3], fn, "weight", &w) < 0 ||
@@ -396,7 +397,8 @@ static PyObject *f_group_norm(PyObject *m, PyObject *const *args, Py_ssize_t nar
     int64_t groups;
     double eps;
     const char *fn = "group_norm";
-    if (nargs_is(nargs, 5, "_group_norm") < 0 || tensor_arg(s, args[0], fn, "input", 1, &t[0]) < 0 ||
+    if (nargs_is(nargs, 5, "_group_norm") < 0 ||
+        tensor_arg(s, args[0], fn, "input", 1, &t[0]) < 0 ||
         mp_parse_int64(args[1], fn, "num_groups", &groups) < 0 ||
         opt_tensor_arg(s, args[2], fn, "weight", &t[1]) < 0 ||
         opt_tensor_arg(s, args[3], fn, "bias", &t[2]) < 0 ||
