@@ -11,7 +11,6 @@
 #include "conv_core.h"
 #include "copy.h"
 #include "ops_cnn.h"
-#include "view.h"
 
 static const char *tensor_type_name(mp_dtype dt)
 {
@@ -24,7 +23,6 @@ static const char *scalar_type_name(mp_dtype dt)
     return dt == MP_DTYPE_FLOAT16 ? "c10::Half" : dt == MP_DTYPE_BFLOAT16 ? "c10::BFloat16"
                                                                           : "float";
 }
-
 
 static mp_status check_ranks(mp_tensor *x, mp_tensor *w, int nsp, const int64_t *stride,
                              const char *op)
