@@ -344,6 +344,8 @@ class TensorBase:
     def zero_(self, *args: Any, **kwargs: Any) -> Any:
         """Fill with zeros"""
 
+def _adaptive_avg_pool(*args: Any, **kwargs: Any) -> Any:
+    """_adaptive_avg_pool(input, nsp, output_size)"""
 def _addmm(*args: Any, **kwargs: Any) -> Any:
     """_addmm(input, mat1, mat2, beta, alpha)"""
 def _alloc_stats(*args: Any, **kwargs: Any) -> Any:
@@ -366,10 +368,14 @@ def _autocast_increment_nesting(*args: Any, **kwargs: Any) -> Any:
     """Enter a region; new depth"""
 def _autocast_policy(*args: Any, **kwargs: Any) -> Any:
     """The autocast policy of an op on a device type"""
+def _avg_pool(*args: Any, **kwargs: Any) -> Any:
+    """_avg_pool(input, nsp, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)"""
 def _backward(*args: Any, **kwargs: Any) -> Any:
     """Run backward from tensors, accumulating into leaves' .grad"""
 def _baddbmm(*args: Any, **kwargs: Any) -> Any:
     """_baddbmm(input, batch1, batch2, beta, alpha)"""
+def _batch_norm(*args: Any, **kwargs: Any) -> Any:
+    """_batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)"""
 def _bce_with_logits(*args: Any, **kwargs: Any) -> Any:
     """_bce_with_logits(input, target, weight, pos_weight, reduction)"""
 def _binary(*args: Any, **kwargs: Any) -> Any:
@@ -392,6 +398,8 @@ def _clear_autocast_cache(*args: Any, **kwargs: Any) -> Any:
     """Drop every cached weight cast"""
 def _compare(*args: Any, **kwargs: Any) -> Any:
     """_compare(op, input, other): eq ne lt le gt ge"""
+def _conv(*args: Any, **kwargs: Any) -> Any:
+    """_conv(input, weight, bias, stride, padding, dilation, groups, nsp, padding_mode)"""
 def _cpu_peak_gflops(*args: Any, **kwargs: Any) -> Any:
     """_cpu_peak_gflops(kind, threads=None, seconds=0.2): measured GFLOP/s of 'fp32_fma' or 'bf16_dot'; None when the active ISA level lacks the instruction"""
 def _cuda_cast_roundtrip(*args: Any, **kwargs: Any) -> Any:
@@ -434,6 +442,8 @@ def _get_isa(*args: Any, **kwargs: Any) -> Any:
     """ISA level in use"""
 def _grad(*args: Any, **kwargs: Any) -> Any:
     """Gradients of outputs with respect to inputs (autograd.grad)"""
+def _group_norm(*args: Any, **kwargs: Any) -> Any:
+    """_group_norm(input, num_groups, weight, bias, eps)"""
 def _is_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Weight-cast cache flag"""
 def _is_autocast_enabled(*args: Any, **kwargs: Any) -> Any:
@@ -448,6 +458,8 @@ def _matmul(*args: Any, **kwargs: Any) -> Any:
     """_matmul(input, other)"""
 def _max(*args: Any, **kwargs: Any) -> Any:
     """_max(input, dim, keepdim)"""
+def _max_pool(*args: Any, **kwargs: Any) -> Any:
+    """_max_pool(input, nsp, kernel_size, stride, padding, dilation, ceil_mode, return_indices)"""
 def _memoryview(*args: Any, **kwargs: Any) -> Any:
     """_memoryview(tensor) -> memoryview of its elements (bfloat16 as 'H' bits)"""
 def _mm(*args: Any, **kwargs: Any) -> Any:

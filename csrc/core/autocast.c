@@ -53,6 +53,12 @@ static const struct {
     [MP_AC_OP_LOG2] = {"log2", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_LOG10] = {"log10", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_RECIPROCAL] = {"reciprocal", MP_AC_NONE, MP_AC_FP32},
+    /* CNN ops: conv1d/conv2d are lower precision on both devices; group_norm is fp32 on CUDA
+     * only; batch_norm and the 2-d pools are in neither list (CPU's fp32 list has the 3-d
+     * pools only), so they have no row */
+    [MP_AC_OP_CONV1D] = {"conv1d", MP_AC_LOWER, MP_AC_LOWER},
+    [MP_AC_OP_CONV2D] = {"conv2d", MP_AC_LOWER, MP_AC_LOWER},
+    [MP_AC_OP_GROUP_NORM] = {"group_norm", MP_AC_NONE, MP_AC_FP32},
 };
 
 int mp_autocast_enabled(mp_device dev) { return ac_enabled[dev]; }

@@ -8,9 +8,12 @@ import warnings
 
 import mpamp as _mp
 
+from ._functional_cnn import *  # noqa: F401,F403 - conv, pooling, batch/group norm
+from ._functional_cnn import __all__ as _cnn_all
+
 __all__ = ["relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
            "linear", "dropout", "layer_norm", "embedding", "mse_loss", "l1_loss",
-           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"]
+           "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"] + _cnn_all
 
 
 # ---- activations ----

@@ -1,15 +1,22 @@
 """The layers of mpamp.nn, one file per family as in torch.nn.modules."""
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .conv import Conv1d, Conv2d
 from .container import ModuleDict, ModuleList, Sequential
 from .dropout import Dropout
 from .flatten import Flatten
+from .groupnorm import GroupNorm
 from .linear import Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
 from .module import Module
 from .normalization import LayerNorm
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+                      MaxPool2d)
 from .sparse import Embedding
 
 __all__ = ["Module", "Identity", "Linear", "Flatten", "ReLU", "GELU", "SiLU", "Tanh",
            "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "LayerNorm", "Embedding",
            "Sequential", "ModuleList", "ModuleDict", "L1Loss", "MSELoss", "NLLLoss",
-           "CrossEntropyLoss", "BCEWithLogitsLoss"]
+           "CrossEntropyLoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
+           "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
+           "BatchNorm2d", "GroupNorm"]
