@@ -8,7 +8,7 @@ rms_norm inputs.
 from .. import _C
 from .._random import default_generator
 
-__all__ = ["scaled_dot_product_attention", "rms_norm"]
+__all__ = ["scaled_dot_product_attention", "rms_norm", "multi_head_attention_forward"]
 
 _INT_NAMES = {_C.int64: "Long", _C.bool: "Bool"}
 
@@ -36,3 +36,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     if name is not None:
         raise NotImplementedError(f"\"rms_norm\" not implemented for '{name}'")
     return _C._rms_norm(input, normalized_shape, weight, eps)
+
+
+from ._functional_mha import multi_head_attention_forward  # noqa: E402 - it uses sdpa above

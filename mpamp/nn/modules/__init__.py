@@ -13,3 +13,7 @@ __all__ = ["Module", "Identity", "Linear", "Flatten", "ReLU", "GELU", "SiLU", "T
            "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "LayerNorm", "Embedding",
            "Sequential", "ModuleList", "ModuleDict", "L1Loss", "MSELoss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss"]
+from .normalization_rms import RMSNorm  # noqa: E402 - attention part (issue 13)
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: E402,E501
+
+__all__ += ["RMSNorm", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
