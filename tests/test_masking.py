@@ -154,6 +154,14 @@ def test_value_tensor_gets_the_masked_sum(dtype, rng):
     assert z.requires_grad and w.grad.item() == 6.0
 
 
+def test_backward_twice_is_refused():
+    x = mpamp.randn(3, requires_grad=True)
+    y = x.masked_fill(mpamp.tensor([True, False, True]), 0.0)
+    y.sum().backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second"):
+        y.sum().backward()
+
+
 def test_no_grad_and_integer_outputs():
     x = mpamp.randn(3, requires_grad=True)
     with mpamp.no_grad():
