@@ -159,6 +159,24 @@ def test_bool_mask_broadcast_and_key_padding(rng):
     check((2, 2, 140, 8), (2, 2, 140, 8), (2, 2, 140, 8), mask=causal, rng=rng)
 
 
+def test_strided_masks_and_one_tensor_for_q_k_v(rng):
+    xn = rng.normal(size=(2, 9, 8)).astype(np.float32)
+    bmask = rng.random((9, 9)) > 0.4
+    bmask[:, 0] = True
+    fmask = rng.normal(size=(9, 9)).astype(np.float32)
+    for mask in (bmask, fmask):
+        x = mpamp.tensor(xn, requires_grad=True)
+        mt = mpamp.tensor(np.ascontiguousarray(mask.T)).t()          # column stride 9
+        assert not mt.is_contiguous()
+        out = SDPA(x, x, x, attn_mask=mt)
+        np.testing.assert_allclose(out.detach().numpy(), ref_forward(xn, xn, xn, mask)[0],
+                                   rtol=1.3e-6, atol=1e-5)
+        do = rng.normal(size=(2, 9, 8)).astype(np.float32)
+        out.backward(mpamp.tensor(do))
+        np.testing.assert_allclose(x.grad.numpy(), sum(ref_grads(xn, xn, xn, do, mask)[:3]),
+                                   rtol=1.3e-6, atol=1e-5)
+
+
 def test_float_mask_and_its_gradient(rng):
     mask = rng.normal(size=(3, 1, 9)).astype(np.float32)
     _, ts = check((2, 3, 7, 8), (2, 3, 9, 8), (2, 3, 9, 8), mask=mask, mask_grad=True,

@@ -259,6 +259,19 @@ def test_mha_errors():
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
 
 
+def test_mha_under_autocast_matches_torchs_dtypes(rng):
+    x = mpamp.tensor(rng.normal(size=(2, 9, 16)).astype(np.float32))
+    m = nn.MultiheadAttention(16, 4)
+    pad = mpamp.zeros(9, 2, dtype=mpamp.bool)
+    with mpamp.autocast("cpu", dtype=mpamp.bfloat16):
+        out, w = m(x, x, x, key_padding_mask=pad)
+        fused, none = m(x, x, x, key_padding_mask=pad, need_weights=False)
+    assert out.dtype is w.dtype is fused.dtype is mpamp.bfloat16 and none is None
+    np.testing.assert_allclose(to_numpy(fused), to_numpy(out), rtol=3e-2, atol=3e-2)
+    fused.float().sum().backward()
+    assert m.in_proj_weight.grad.dtype is mpamp.float32
+
+
 # ---- TransformerEncoderLayer / TransformerEncoder against torch ----
 
 @pytest.mark.parametrize("norm_first", [False, True])

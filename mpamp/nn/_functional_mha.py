@@ -12,7 +12,7 @@ import warnings
 
 from .. import _C
 from .._factories import zeros_like
-from .._ops_matmul import dropout, linear
+from .._ops_matmul import baddbmm, bmm, dropout, linear
 from .._ops_reduce import softmax
 from ._functional_attention import scaled_dot_product_attention
 
@@ -150,13 +150,21 @@ def _attend(q, k, v, mask, dropout_p, need_weights, is_causal):
     """(N, H, L, D) heads -> (output heads, weights or None)."""
     if not need_weights:
         return scaled_dot_product_attention(q, k, v, mask, dropout_p, is_causal), None
-    weights = (q * math.sqrt(1.0 / float(q.shape[-1]))) @ k.transpose(-2, -1)
+    # torch's explicit path: baddbmm / bmm over N*H (so autocast treats the mask as torch
+    # does), softmax, dropout of the weights, bmm
+    n, h, tgt, d = q.shape
+    src = k.shape[-2]
+    q3 = (q * math.sqrt(1.0 / float(d))).reshape(n * h, tgt, d)
+    kt = k.reshape(n * h, src, d).transpose(1, 2)
     if mask is not None:
-        weights = weights + mask
+        weights = baddbmm(mask.expand(n, h, tgt, src).reshape(n * h, tgt, src), q3, kt)
+    else:
+        weights = bmm(q3, kt)
     weights = softmax(weights, dim=-1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
-    return weights @ v, weights
+    out = bmm(weights, v.reshape(n * h, src, v.shape[-1]))
+    return out.view(n, h, tgt, -1), weights.view(n, h, tgt, src)
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
