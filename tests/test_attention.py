@@ -559,3 +559,25 @@ def test_against_torch_masks(rng):
             if t.grad is not None:
                 np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=1e-4,
                                            atol=1e-5)
+
+
+def test_no_allocator_growth_over_repeats_and_errors():
+    import gc
+    q = mpamp.randn(2, 2, 70, 8, requires_grad=True)
+    m = mpamp.zeros(70, 70, requires_grad=True)
+
+    def work():
+        SDPA(q, q, q, attn_mask=m, dropout_p=0.2).sum().backward()
+        for bad in (dict(attn_mask=m, is_causal=True), dict(dropout_p=2.0),
+                    dict(attn_mask=mpamp.zeros(3, 70, 69))):
+            with pytest.raises(RuntimeError):
+                SDPA(q, q, q, **bad)
+        q.grad = m.grad = None
+
+    work()
+    gc.collect()
+    before = mpamp.backends.cpu.allocator_stats()["in_use_bytes"]
+    for _ in range(5):
+        work()
+    gc.collect()
+    assert mpamp.backends.cpu.allocator_stats()["in_use_bytes"] == before
