@@ -225,6 +225,10 @@ class TensorBase:
         """self < other (bool)"""
     def lt_(self, *args: Any, **kwargs: Any) -> Any:
         """In-place lt"""
+    def masked_fill(self, *args: Any, **kwargs: Any) -> Any:
+        """masked_fill(mask, value): value where mask"""
+    def masked_fill_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place masked_fill"""
     def matmul(self, *args: Any, **kwargs: Any) -> Any:
         """Matrix product with torch.matmul's broadcasting rules"""
     def mm(self, *args: Any, **kwargs: Any) -> Any:
@@ -329,6 +333,14 @@ class TensorBase:
         """In-place tanh"""
     def transpose(self, *args: Any, **kwargs: Any) -> Any:
         """Swap two dimensions"""
+    def tril(self, *args: Any, **kwargs: Any) -> Any:
+        """tril(diagonal=0): the lower triangle, the rest zero"""
+    def tril_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place tril"""
+    def triu(self, *args: Any, **kwargs: Any) -> Any:
+        """triu(diagonal=0): the upper triangle, the rest zero"""
+    def triu_(self, *args: Any, **kwargs: Any) -> Any:
+        """In-place triu"""
     def trunc(self, *args: Any, **kwargs: Any) -> Any:
         """round toward zero"""
     def trunc_(self, *args: Any, **kwargs: Any) -> Any:
@@ -348,6 +360,8 @@ def _adaptive_avg_pool(*args: Any, **kwargs: Any) -> Any:
     """_adaptive_avg_pool(input, nsp, output_size)"""
 def _addmm(*args: Any, **kwargs: Any) -> Any:
     """_addmm(input, mat1, mat2, beta, alpha)"""
+def _alloc_reset_peak(*args: Any, **kwargs: Any) -> Any:
+    """Start a new peak: peak_in_use_bytes = in_use_bytes"""
 def _alloc_stats(*args: Any, **kwargs: Any) -> Any:
     """Caching allocator counters"""
 def _amp_foreach_non_finite_check_and_unscale_(*args: Any, **kwargs: Any) -> Any:
@@ -454,6 +468,8 @@ def _linear(*args: Any, **kwargs: Any) -> Any:
     """_linear(input, weight, bias or None)"""
 def _logic(*args: Any, **kwargs: Any) -> Any:
     """_logic(kind, op, input, other): kind 0 logical_*, 1 bitwise_*; op and, or, xor"""
+def _masked_fill(*args: Any, **kwargs: Any) -> Any:
+    """_masked_fill(input, mask, value)"""
 def _matmul(*args: Any, **kwargs: Any) -> Any:
     """_matmul(input, other)"""
 def _max(*args: Any, **kwargs: Any) -> Any:
@@ -480,6 +496,10 @@ def _register(*args: Any, **kwargs: Any) -> Any:
     """Register the Python Tensor, Size and cpu device objects"""
 def _remainder(*args: Any, **kwargs: Any) -> Any:
     """_remainder(is_fmod, input, other): remainder (0) or fmod (1)"""
+def _rms_norm(*args: Any, **kwargs: Any) -> Any:
+    """_rms_norm(input, normalized_shape, weight or None, eps or None)"""
+def _sdpa(*args: Any, **kwargs: Any) -> Any:
+    """_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, seed, offset) -> (output, philox blocks used)"""
 def _set_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Set the cache flag"""
 def _set_autocast_dtype(*args: Any, **kwargs: Any) -> Any:
@@ -496,6 +516,8 @@ def _softmax(*args: Any, **kwargs: Any) -> Any:
     """_softmax(input, dim, log, dtype)"""
 def _supported_isas(*args: Any, **kwargs: Any) -> Any:
     """All ISA levels this CPU can run"""
+def _triangle(*args: Any, **kwargs: Any) -> Any:
+    """_triangle(input, diagonal, upper)"""
 def _vmath_with_isa(*args: Any, **kwargs: Any) -> Any:
     """Test hook: one vector math kernel of one ISA level on a float32 tensor"""
 def _where(*args: Any, **kwargs: Any) -> Any:

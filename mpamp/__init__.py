@@ -24,6 +24,7 @@ from ._ops_matmul import *  # noqa: F401,F403
 from ._ops_reduce import *  # noqa: F401,F403
 from ._ops_compare import *  # noqa: F401,F403
 from ._ops_math import *  # noqa: F401,F403
+from ._ops_attention import *  # noqa: F401,F403
 from . import amp, cpu, optim
 from . import utils
 from .serialization import load, load_safetensors, save, save_safetensors

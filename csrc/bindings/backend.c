@@ -57,6 +57,13 @@ static PyObject *f_alloc_stats(PyObject *m, PyObject *unused)
                          (Py_ssize_t)st.peak_in_use_bytes);
 }
 
+static PyObject *f_alloc_reset_peak(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    mp_alloc_reset_peak();
+    Py_RETURN_NONE;
+}
+
 static PyObject *f_empty_cache(PyObject *m, PyObject *unused)
 {
     (void)m, (void)unused;
@@ -349,6 +356,8 @@ PyMethodDef mp_misc_functions[] = {
     {"_detected_isa", f_detected_isa, METH_NOARGS, "Highest ISA level this CPU supports"},
     {"_supported_isas", f_supported_isas, METH_NOARGS, "All ISA levels this CPU can run"},
     {"_alloc_stats", f_alloc_stats, METH_NOARGS, "Caching allocator counters"},
+    {"_alloc_reset_peak", f_alloc_reset_peak, METH_NOARGS,
+     "Start a new peak: peak_in_use_bytes = in_use_bytes"},
     {"_empty_cache", f_empty_cache, METH_NOARGS, "Return cached blocks to the system"},
     {"_set_cache_limit", f_set_cache_limit, METH_O, "Max bytes the allocator may cache"},
     {"_cuda_is_built", f_cuda_is_built, METH_NOARGS, "True when built with nvcc"},

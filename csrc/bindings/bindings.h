@@ -83,6 +83,8 @@ extern PyMethodDef mp_tensor_reduce_methods[];
 extern PyMethodDef mp_matmul_functions[];        /* ops_bind_matmul.c */
 extern PyMethodDef mp_cnn_functions[];           /* ops_bind_cnn.c */
 extern PyMethodDef mp_tensor_matmul_methods[];
+extern PyMethodDef mp_attention_functions[];     /* ops_bind_attention.c */
+extern PyMethodDef mp_tensor_attention_methods[];
 extern PyMethodDef mp_tensor_data_functions[];    /* tensor_data.c: _set_data */
 extern PyMethodDef mp_optim_functions[];         /* optim_bind.c: scaler + fused optimizers */
 extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */

@@ -571,7 +571,8 @@ int mp_tensor_type_init(PyObject *module, mp_state *s)
     PyMethodDef *const tables[] = {tensor_core_methods, mp_tensor_view_methods,
                                    mp_tensor_interop_methods, mp_tensor_ops_methods,
                                    mp_tensor_reduce_methods, mp_tensor_matmul_methods,
-                                   mp_tensor_compare_methods, mp_tensor_math_methods};
+                                   mp_tensor_compare_methods, mp_tensor_math_methods,
+                                   mp_tensor_attention_methods};
     if (join_methods(tables, sizeof tables / sizeof tables[0]) < 0 || join_slots() < 0)
         return -1;
     PyObject *tp = PyType_FromModuleAndSpec(module, &tensor_spec, NULL);

@@ -140,6 +140,13 @@ void mp_alloc_get_stats(mp_alloc_stats *out)
     pthread_mutex_unlock(&mp_alloc_lock);
 }
 
+void mp_alloc_reset_peak(void)
+{
+    pthread_mutex_lock(&mp_alloc_lock);
+    mp_stats.peak_in_use_bytes = mp_stats.in_use_bytes;
+    pthread_mutex_unlock(&mp_alloc_lock);
+}
+
 void mp_alloc_empty_cache(void)
 {
     pthread_mutex_lock(&mp_alloc_lock);

@@ -22,6 +22,8 @@ typedef struct {
 } mp_alloc_stats;
 
 void mp_alloc_get_stats(mp_alloc_stats *out);
+/* Starts a new peak: peak_in_use_bytes = in_use_bytes (torch's reset_peak_memory_stats). */
+void mp_alloc_reset_peak(void);
 /* Returns every cached block to the system. */
 void mp_alloc_empty_cache(void);
 /* Largest number of bytes the cache may hold (default 1 GiB, env MPAMP_CACHE_LIMIT_MB). */

@@ -59,6 +59,9 @@ static const struct {
     [MP_AC_OP_CONV1D] = {"conv1d", MP_AC_LOWER, MP_AC_LOWER},
     [MP_AC_OP_CONV2D] = {"conv2d", MP_AC_LOWER, MP_AC_LOWER},
     [MP_AC_OP_GROUP_NORM] = {"group_norm", MP_AC_NONE, MP_AC_FP32},
+    /* lower precision on both lists; rms_norm is in CUDA's fp32 list only (torch 2.13) */
+    [MP_AC_OP_SDPA] = {"scaled_dot_product_attention", MP_AC_LOWER, MP_AC_LOWER},
+    [MP_AC_OP_RMS_NORM] = {"rms_norm", MP_AC_NONE, MP_AC_FP32},
 };
 
 int mp_autocast_enabled(mp_device dev) { return ac_enabled[dev]; }

@@ -25,6 +25,8 @@ typedef enum {
     MP_AC_OP_CONV1D,
     MP_AC_OP_CONV2D,
     MP_AC_OP_GROUP_NORM,
+    MP_AC_OP_SDPA,
+    MP_AC_OP_RMS_NORM,
     /* new ops: one line each, above this one */
     MP_AC_OP_COUNT
 } mp_ac_op;

@@ -36,6 +36,11 @@ def allocator_stats():
     return dict(_C._alloc_stats())
 
 
+def reset_peak_stats():
+    """Start a new peak: allocator_stats()['peak_in_use_bytes'] becomes the bytes in use now."""
+    _C._alloc_reset_peak()
+
+
 def empty_cache():
     """Return every cached block to the system."""
     _C._empty_cache()

@@ -16,6 +16,12 @@ __all__ = ["relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_s
            "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"] + _cnn_all
 
 
+from ._functional_attention import *  # noqa: E402,F401,F403 - sdpa, rms_norm
+from ._functional_attention import __all__ as _attention_all  # noqa: E402
+
+__all__ += _attention_all
+
+
 # ---- activations ----
 
 def relu(input, inplace=False):  # noqa: A002 - torch's parameter names

@@ -20,3 +20,7 @@ __all__ = ["Module", "Identity", "Linear", "Flatten", "ReLU", "GELU", "SiLU", "T
            "CrossEntropyLoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
            "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "GroupNorm"]
+from .normalization_rms import RMSNorm  # noqa: E402 - attention part (issue 13)
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: E402,E501
+
+__all__ += ["RMSNorm", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"]
