@@ -136,7 +136,7 @@ def _check_sizes(labels, ops):
         for c, n in zip(lab, x.shape):
             if c in mine and mine[c] != n:
                 raise _err(f"subscript {c} is repeated for operand {k} but the sizes don't "
-                           f"match, {mine[c]} != {n}")
+                           f"match, {n} != {mine[c]}")
             mine[c] = n
         for c, n in mine.items():
             seen = sizes.get(c, 1)

@@ -200,5 +200,7 @@ mp_status mp_op_topk(mp_tensor *a, int64_t k, int64_t dim, int largest, mp_tenso
     int64_t len = a->ndim ? a->shape[d] : 1;
     if (k < 0 || k > len)
         return mp_error(MP_ERR_RUNTIME, "selected index k out of range");
+    if (a->ndim == 0)
+        k = 1;                      /* torch: a 0-d input gives itself, even for k = 0 */
     return sort_k("TopkBackward0", a, d, k, largest, values, indices);
 }
