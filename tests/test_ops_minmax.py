@@ -210,6 +210,10 @@ def test_max_min_two_tensor_forms_and_promotion():
     nc = mpamp.arange(12.0).reshape(3, 4).t()                      # non-contiguous
     assert mpamp.maximum(nc, mpamp.full((4, 1), 5.0)).tolist() == \
         np.maximum(np.arange(12.0).reshape(3, 4).T, 5.0).tolist()
+    z, z2 = mpamp.tensor([-0.0, 0.0]), mpamp.tensor([0.0, -0.0])
+    for name in ("maximum", "minimum", "fmax", "fmin"):    # equal: the first operand, as torch
+        r = getattr(mpamp, name)(z, z2)
+        assert np.signbit(to_numpy(r)).tolist() == [True, False]
     e = mpamp.maximum(mpamp.zeros(0, 3), mpamp.zeros(3))
     assert tuple(e.shape) == (0, 3)
 

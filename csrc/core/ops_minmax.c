@@ -132,21 +132,21 @@ static void f_extreme(const float *const *in, float *out, int64_t n, const doubl
 {
     const float *a = in[0], *b = in[1];
     switch ((int)args[0]) {
-    case MP_EXT_MAXIMUM:
+    case MP_EXT_MAXIMUM:     /* equal (-0.0 and 0.0 too): a, as torch */
         for (int64_t i = 0; i < n; i++)
-            out[i] = a[i] != a[i] ? a[i] : b[i] != b[i] ? b[i] : a[i] > b[i] ? a[i] : b[i];
+            out[i] = a[i] != a[i] ? a[i] : b[i] != b[i] ? b[i] : a[i] < b[i] ? b[i] : a[i];
         break;
     case MP_EXT_MINIMUM:
         for (int64_t i = 0; i < n; i++)
-            out[i] = a[i] != a[i] ? a[i] : b[i] != b[i] ? b[i] : a[i] < b[i] ? a[i] : b[i];
+            out[i] = a[i] != a[i] ? a[i] : b[i] != b[i] ? b[i] : a[i] > b[i] ? b[i] : a[i];
         break;
     case MP_EXT_FMAX:
         for (int64_t i = 0; i < n; i++)
-            out[i] = a[i] != a[i] ? b[i] : b[i] != b[i] ? a[i] : a[i] > b[i] ? a[i] : b[i];
+            out[i] = a[i] != a[i] ? b[i] : b[i] != b[i] ? a[i] : a[i] < b[i] ? b[i] : a[i];
         break;
     default:
         for (int64_t i = 0; i < n; i++)
-            out[i] = a[i] != a[i] ? b[i] : b[i] != b[i] ? a[i] : a[i] < b[i] ? a[i] : b[i];
+            out[i] = a[i] != a[i] ? b[i] : b[i] != b[i] ? a[i] : a[i] > b[i] ? b[i] : a[i];
         break;
     }
 }
