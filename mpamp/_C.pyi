@@ -364,6 +364,8 @@ def _alloc_reset_peak(*args: Any, **kwargs: Any) -> Any:
     """Start a new peak: peak_in_use_bytes = in_use_bytes"""
 def _alloc_stats(*args: Any, **kwargs: Any) -> Any:
     """Caching allocator counters"""
+def _amax(*args: Any, **kwargs: Any) -> Any:
+    """_amax(input, dim, keepdim, is_min)"""
 def _amp_foreach_non_finite_check_and_unscale_(*args: Any, **kwargs: Any) -> Any:
     """Check grads for inf/NaN (found_inf = 1) and multiply them by inv_scale in place"""
 def _amp_update_scale_(*args: Any, **kwargs: Any) -> Any:
@@ -374,6 +376,8 @@ def _arange(*args: Any, **kwargs: Any) -> Any:
     """_arange(start, end, step, dtype)"""
 def _argmax(*args: Any, **kwargs: Any) -> Any:
     """_argmax(input, dim, keepdim)"""
+def _argmin(*args: Any, **kwargs: Any) -> Any:
+    """_argmin(input, dim, keepdim)"""
 def _autocast_cast(*args: Any, **kwargs: Any) -> Any:
     """The tensors an op composed in Python runs with under autocast"""
 def _autocast_decrement_nesting(*args: Any, **kwargs: Any) -> Any:
@@ -424,6 +428,8 @@ def _cuda_is_built(*args: Any, **kwargs: Any) -> Any:
     """True when built with nvcc"""
 def _cuda_probe(*args: Any, **kwargs: Any) -> Any:
     """Test hook: allocate 16 bytes on the device; raises when CUDA is not available"""
+def _cumsum(*args: Any, **kwargs: Any) -> Any:
+    """_cumsum(input, dim, dtype, prod)"""
 def _detected_isa(*args: Any, **kwargs: Any) -> Any:
     """Highest ISA level this CPU supports"""
 def _dropout(*args: Any, **kwargs: Any) -> Any:
@@ -468,6 +474,8 @@ def _linear(*args: Any, **kwargs: Any) -> Any:
     """_linear(input, weight, bias or None)"""
 def _logic(*args: Any, **kwargs: Any) -> Any:
     """_logic(kind, op, input, other): kind 0 logical_*, 1 bitwise_*; op and, or, xor"""
+def _logsumexp(*args: Any, **kwargs: Any) -> Any:
+    """_logsumexp(input, dim, keepdim)"""
 def _masked_fill(*args: Any, **kwargs: Any) -> Any:
     """_masked_fill(input, mask, value)"""
 def _matmul(*args: Any, **kwargs: Any) -> Any:
@@ -476,8 +484,12 @@ def _max(*args: Any, **kwargs: Any) -> Any:
     """_max(input, dim, keepdim)"""
 def _max_pool(*args: Any, **kwargs: Any) -> Any:
     """_max_pool(input, nsp, kernel_size, stride, padding, dilation, ceil_mode, return_indices)"""
+def _maximum(*args: Any, **kwargs: Any) -> Any:
+    """_maximum(which, input, other): maximum (0), minimum (1), fmax (2), fmin (3)"""
 def _memoryview(*args: Any, **kwargs: Any) -> Any:
     """_memoryview(tensor) -> memoryview of its elements (bfloat16 as 'H' bits)"""
+def _min(*args: Any, **kwargs: Any) -> Any:
+    """_min(input, dim, keepdim)"""
 def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
@@ -486,6 +498,8 @@ def _parallel_probe(*args: Any, **kwargs: Any) -> Any:
     """Test hook: run one parallel region; (threads that ran ranges, items run, workers)"""
 def _pointwise_loss(*args: Any, **kwargs: Any) -> Any:
     """_pointwise_loss(kind, input, target, reduction): mse (0) or l1 (1)"""
+def _prod(*args: Any, **kwargs: Any) -> Any:
+    """_prod(input, dim, keepdim, dtype)"""
 def _random_(*args: Any, **kwargs: Any) -> Any:
     """_random_(tensor, kind, a, b, seed, offset) -> Philox blocks consumed"""
 def _record_function(*args: Any, **kwargs: Any) -> Any:
@@ -514,10 +528,18 @@ def _set_grad_enabled(*args: Any, **kwargs: Any) -> Any:
     """Set this thread's grad mode"""
 def _softmax(*args: Any, **kwargs: Any) -> Any:
     """_softmax(input, dim, log, dtype)"""
+def _sort(*args: Any, **kwargs: Any) -> Any:
+    """_sort(input, dim, descending)"""
 def _supported_isas(*args: Any, **kwargs: Any) -> Any:
     """All ISA levels this CPU can run"""
+def _topk(*args: Any, **kwargs: Any) -> Any:
+    """_topk(input, k, dim, largest)"""
 def _triangle(*args: Any, **kwargs: Any) -> Any:
     """_triangle(input, diagonal, upper)"""
+def _var(*args: Any, **kwargs: Any) -> Any:
+    """_var(input, dim, correction, keepdim, take_sqrt, with_mean)"""
+def _vector_norm(*args: Any, **kwargs: Any) -> Any:
+    """_vector_norm(input, ord, dim, keepdim, dtype)"""
 def _vmath_with_isa(*args: Any, **kwargs: Any) -> Any:
     """Test hook: one vector math kernel of one ISA level on a float32 tensor"""
 def _where(*args: Any, **kwargs: Any) -> Any:

@@ -25,6 +25,11 @@ from ._ops_reduce import *  # noqa: F401,F403
 from ._ops_compare import *  # noqa: F401,F403
 from ._ops_math import *  # noqa: F401,F403
 from ._ops_attention import *  # noqa: F401,F403
+from ._ops_minmax import *  # noqa: F401,F403
+from ._ops_stats import *  # noqa: F401,F403
+from ._ops_sort import *  # noqa: F401,F403
+from ._ops_einsum import *  # noqa: F401,F403
+from . import linalg, return_types
 from . import amp, cpu, optim
 from . import utils
 from .serialization import load, load_safetensors, save, save_safetensors

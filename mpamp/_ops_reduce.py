@@ -32,15 +32,17 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     return _C._reduce(_MEAN, input, dim, keepdim, dtype)
 
 
-def max(input, dim=None, keepdim=False):  # noqa: A001,A002
-    """The largest element, or (values, indices) of the largest along dim."""
+def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
+    """The largest element, (values, indices) of the largest along dim, or max(input, other):
+    the elementwise maximum."""
+    if isinstance(dim, _C.TensorBase) or other is not None:
+        if keepdim or (other is not None and dim is not None):
+            raise TypeError("max(): max(input, other) takes no dim or keepdim")
+        return _C._maximum(0, input, dim if other is None else other)
     if dim is None:
         if keepdim:
             raise TypeError("max(): keepdim=True needs a dim: max(input, dim, keepdim=True)")
         return _C._max(input, None, False)
-    if isinstance(dim, _C.TensorBase):
-        raise TypeError("max(input, other), the elementwise maximum of two tensors, is not "
-                        "supported; pass an int dim")
     return _new_tuple(_MaxResult, _C._max(input, dim, keepdim))
 
 
@@ -121,9 +123,10 @@ def _mean_method(self, dim=None, keepdim=False, *, dtype=None):
     return _C._reduce(_MEAN, self, dim, keepdim, dtype)
 
 
-def _max_method(self, dim=None, keepdim=False):
-    """The largest element, or (values, indices) of the largest along dim."""
-    return max(self, dim, keepdim)
+def _max_method(self, dim=None, keepdim=False, *, other=None):
+    """The largest element, (values, indices) of the largest along dim, or the elementwise
+    maximum with other."""
+    return max(self, dim, keepdim, other=other)
 
 
 def _argmax_method(self, dim=None, keepdim=False):

@@ -245,8 +245,10 @@ def test_max_argmax_errors():
         x.max(2)
     with pytest.raises(TypeError, match="must be int"):
         x.max(1.5)
-    with pytest.raises(TypeError, match="elementwise maximum"):
-        mpamp.max(x, x)
+    # max(input, other) is the elementwise maximum (tests/test_ops_minmax.py covers it)
+    assert mpamp.max(x, mpamp.ones(3)).tolist() == [[1.0] * 3] * 2
+    with pytest.raises(TypeError, match=r"max\(input, other\) takes no dim or keepdim"):
+        mpamp.max(x, x, True)
     with pytest.raises(TypeError, match="keepdim"):
         x.max(keepdim=True)
 

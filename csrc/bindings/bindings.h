@@ -80,6 +80,7 @@ extern PyMethodDef mp_ops_functions[];
 extern PyMethodDef mp_tensor_ops_methods[];
 extern PyMethodDef mp_reduce_functions[];        /* ops_bind_reduce.c */
 extern PyMethodDef mp_tensor_reduce_methods[];
+extern PyMethodDef mp_stats_functions[];         /* ops_bind_stats.c */
 extern PyMethodDef mp_matmul_functions[];        /* ops_bind_matmul.c */
 extern PyMethodDef mp_cnn_functions[];           /* ops_bind_cnn.c */
 extern PyMethodDef mp_tensor_matmul_methods[];

@@ -62,6 +62,19 @@ static const struct {
     /* lower precision on both lists; rms_norm is in CUDA's fp32 list only (torch 2.13) */
     [MP_AC_OP_SDPA] = {"scaled_dot_product_attention", MP_AC_LOWER, MP_AC_LOWER},
     [MP_AC_OP_RMS_NORM] = {"rms_norm", MP_AC_NONE, MP_AC_FP32},
+    /* prod is on CPU's fp32 list (any call) and CUDA's fp32_set_opt_dtype list, with cumsum,
+     * cumprod and linalg_vector_norm (calls without dtype= only: the bindings skip autocast
+     * when dtype is given, except prod on the CPU); norm is CUDA's fp32_append_dtype;
+     * logsumexp and dist are CUDA fp32; einsum is CUDA lower precision (on the CPU it is not
+     * listed, but the bmm it lowers to is, so its products run low there too, as torch's) */
+    [MP_AC_OP_PROD] = {"prod", MP_AC_FP32, MP_AC_FP32},
+    [MP_AC_OP_CUMSUM] = {"cumsum", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_CUMPROD] = {"cumprod", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_LINALG_VECTOR_NORM] = {"linalg_vector_norm", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_NORM] = {"norm", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_LOGSUMEXP] = {"logsumexp", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_DIST] = {"dist", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_EINSUM] = {"einsum", MP_AC_NONE, MP_AC_LOWER},
 };
 
 int mp_autocast_enabled(mp_device dev) { return ac_enabled[dev]; }

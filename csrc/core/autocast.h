@@ -27,6 +27,14 @@ typedef enum {
     MP_AC_OP_GROUP_NORM,
     MP_AC_OP_SDPA,
     MP_AC_OP_RMS_NORM,
+    MP_AC_OP_PROD,
+    MP_AC_OP_CUMSUM,
+    MP_AC_OP_CUMPROD,
+    MP_AC_OP_LINALG_VECTOR_NORM,
+    MP_AC_OP_NORM,
+    MP_AC_OP_LOGSUMEXP,
+    MP_AC_OP_DIST,
+    MP_AC_OP_EINSUM,
     /* new ops: one line each, above this one */
     MP_AC_OP_COUNT
 } mp_ac_op;

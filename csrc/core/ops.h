@@ -42,6 +42,41 @@ mp_status mp_op_max_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **valu
                         mp_tensor **indices);
 mp_status mp_op_max_all(mp_tensor *a, mp_tensor **out);
 mp_status mp_op_argmax(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out);
+mp_status mp_op_min_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **values,
+                        mp_tensor **indices);
+mp_status mp_op_min_all(mp_tensor *a, mp_tensor **out);
+mp_status mp_op_argmin(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out);
+
+/* ---- more reductions, scans and sorting (ops_minmax.c, ops_stats.c, ops_vnorm.c,
+ * ops_scan.c, ops_sort.c); float math in double, one rounding to the output dtype ---- */
+/* amax (is_min 0) / amin over dim_mask; the gradient is shared evenly among ties */
+mp_status mp_op_amax(mp_tensor *a, uint32_t dim_mask, int keepdim, int is_min,
+                     mp_tensor **out);
+/* maximum/minimum (NaN propagates) and fmax/fmin (NaN ignored): broadcasting, torch's
+ * promotion; the gradient of a tie is split evenly (maximum/minimum) as torch */
+enum { MP_EXT_MAXIMUM, MP_EXT_MINIMUM, MP_EXT_FMAX, MP_EXT_FMIN };
+mp_status mp_op_maximum(int which, mp_tensor *a, mp_tensor *b, mp_tensor **out);
+/* prod over everything (has_dim 0) or one dim; dtype < 0: a's (int64 for integer inputs) */
+mp_status mp_op_prod(mp_tensor *a, int has_dim, int64_t dim, int keepdim, int dtype,
+                     mp_tensor **out);
+/* var over dim_mask with divisor max(0, N - correction); take_sqrt gives std; mean_out (may
+ * be NULL) also returns the mean, as var_mean/std_mean (one node with two outputs) */
+mp_status mp_op_var(mp_tensor *a, uint32_t dim_mask, double correction, int keepdim,
+                    int take_sqrt, mp_tensor **out, mp_tensor **mean_out);
+/* log(sum(exp(a))) over dim_mask, stable and inf-safe; integer inputs give float32 */
+mp_status mp_op_logsumexp(mp_tensor *a, uint32_t dim_mask, int keepdim, mp_tensor **out);
+/* linalg.vector_norm: ord any number incl. +-inf and 0; dtype < 0: a's (else a is cast
+ * to it first, which must not narrow) */
+mp_status mp_op_vector_norm(mp_tensor *a, double ord, uint32_t dim_mask, int keepdim,
+                            int dtype, mp_tensor **out);
+/* cumsum (prod 0) / cumprod (prod 1) along dim; dtype < 0: a's (int64 for integers) */
+mp_status mp_op_cumsum(mp_tensor *a, int64_t dim, int dtype, int prod, mp_tensor **out);
+/* sort along dim (stable: equal elements keep their order; NaN sorts as the largest) */
+mp_status mp_op_sort(mp_tensor *a, int64_t dim, int descending, mp_tensor **values,
+                     mp_tensor **indices);
+/* the k largest (smallest) along dim, sorted; ties give the lower index first */
+mp_status mp_op_topk(mp_tensor *a, int64_t k, int64_t dim, int largest, mp_tensor **values,
+                     mp_tensor **indices);
 mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out);
 /* normalized_shape = the last n dims of a; weight/bias may be NULL */
 mp_status mp_op_layer_norm(mp_tensor *a, const int64_t *normalized_shape, int n,

@@ -1,6 +1,7 @@
-/* ops_reduce.c - sum, mean, max (over one dim or everything) and argmax, with backward.
+/* ops_reduce.c - sum, mean, max/min (over one dim or everything) and argmax/argmin, with
+ * backward.
  * sum/mean run on mp_reduce_sum (double accumulator); mean divides the fp32 sum and rounds to
- * a half dtype once, as torch's CPU kernel. max/argmax scan rows along the reduced dim
+ * a half dtype once, as torch's CPU kernel. max/min/argmax/argmin scan rows along the reduced dim
  * (rows.h): ties give the first occurrence and the first NaN wins over numbers, as torch.
  * Integer inputs are compared as integers, never through fp32. */
 #include <math.h>
@@ -11,6 +12,7 @@
 #include "elementwise.h"
 #include "ops.h"
 #include "reduce.h"
+#include "reduce_rows.h"
 #include "rows.h"
 #include "view.h"
 
@@ -149,48 +151,12 @@ mp_status mp_op_mean(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp
     return sum_mean(1, a, dim_mask, keepdim, dtype, out);
 }
 
-/* ---- max / argmax: row scans ---- */
+/* ---- max / min / argmax / argmin: row scans (reduce_rows.h) ---- */
 
-static int64_t argmax_f32(const float *x, int64_t len)
-{
-    int64_t best = 0;
-    float m = x[0];
-    if (m != m)
-        return 0;
-    for (int64_t i = 1; i < len; i++) {
-        float v = x[i];
-        if (v != v)
-            return i;
-        if (v > m) {
-            m = v;
-            best = i;
-        }
-    }
-    return best;
-}
-
-static int64_t argmax_i64(const int64_t *x, int64_t len)
-{
-    int64_t best = 0;
-    for (int64_t i = 1; i < len; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
-static int64_t argmax_u8(const uint8_t *x, int64_t len)
-{
-    int64_t best = 0;
-    for (int64_t i = 1; i < len; i++)
-        if (x[i] > x[best])
-            best = i;
-    return best;
-}
-
-/* For each row of contiguous `rows` (nrows x len): idx[r] = position of its max, and when
- * values is not NULL, values[r] = that element (bytes copied, so exact in any dtype). */
-static mp_status scan_rows(mp_tensor *rows, int64_t nrows, int64_t len, int64_t *idx,
-                           char *values)
+/* For each row of contiguous `rows` (nrows x len): idx[r] = position of its max (is_min: min),
+ * and when values is not NULL, values[r] = that element (bytes copied, so exact in any dtype). */
+static mp_status scan_rows(mp_tensor *rows, int64_t nrows, int64_t len, int is_min,
+                           int64_t *idx, char *values)
 {
     mp_dtype dt = rows->dtype;
     size_t sz = mp_dtype_size(dt);
@@ -202,11 +168,9 @@ static mp_status scan_rows(mp_tensor *rows, int64_t nrows, int64_t len, int64_t 
         const char *p = data + (size_t)(r * len) * sz;
         int64_t i;
         if (buf)
-            i = argmax_f32(mp_row_load(dt, data, r, len, buf), len);
-        else if (dt == MP_DTYPE_INT64)
-            i = argmax_i64((const int64_t *)p, len);
+            i = mp_row_extreme_f32(mp_row_load(dt, data, r, len, buf), len, is_min);
         else
-            i = argmax_u8((const uint8_t *)p, len);
+            i = mp_row_extreme_raw(dt, p, len, is_min);
         idx[r] = i;
         if (values)
             memcpy(values + (size_t)r * sz, p + (size_t)i * sz, sz);
@@ -215,8 +179,9 @@ static mp_status scan_rows(mp_tensor *rows, int64_t nrows, int64_t len, int64_t 
     return MP_OK;
 }
 
-/* Max over dim d of a (values optional): the shared body of max(dim) and argmax(dim). */
-static mp_status dim_scan(const char *name, mp_tensor *a, int d, int keepdim,
+/* Max (is_min: min) over dim d of a (values optional): the shared body of max(dim), min(dim),
+ * argmax(dim) and argmin(dim). */
+static mp_status dim_scan(const char *name, mp_tensor *a, int d, int keepdim, int is_min,
                           mp_tensor **values, mp_tensor **indices)
 {
     int64_t len = a->ndim ? a->shape[d] : 1, numel = mp_tensor_numel(a);
@@ -236,7 +201,7 @@ static mp_status dim_scan(const char *name, mp_tensor *a, int d, int keepdim,
     if (st == MP_OK && values)
         st = mp_tensor_empty(oshape, ond, a->dtype, MP_DEVICE_CPU, values);
     if (st == MP_OK)
-        st = scan_rows(rows, numel / len, len, mp_tensor_data(*indices),
+        st = scan_rows(rows, numel / len, len, is_min, mp_tensor_data(*indices),
                        values ? mp_tensor_data(*values) : NULL);
     mp_tensor_decref(rows);
     if (st != MP_OK) {
@@ -250,7 +215,7 @@ static mp_status dim_scan(const char *name, mp_tensor *a, int d, int keepdim,
     return st;
 }
 
-/* max(dim) backward: g scattered to the selected index of each row. */
+/* max(dim) / min(dim) backward: g scattered to the selected index of each row. */
 static mp_status max_dim_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
     mp_tensor *idx = mp_node_saved(n, 0), *gc = NULL, *ic = NULL, *grows = NULL;
@@ -280,18 +245,20 @@ static mp_status max_dim_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     return st;
 }
 
-mp_status mp_op_max_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **values,
-                        mp_tensor **indices)
+static mp_status extreme_dim(int is_min, mp_tensor *a, int64_t dim, int keepdim,
+                             mp_tensor **values, mp_tensor **indices)
 {
     int d;
     *values = *indices = NULL;
     mp_status st = mp_wrap_dim(dim, a->ndim, &d);
     if (st == MP_OK)
-        st = dim_scan("max", a, a->ndim ? d : 0, keepdim, values, indices);
+        st = dim_scan(is_min ? "min" : "max", a, a->ndim ? d : 0, keepdim, is_min, values,
+                      indices);
     mp_node *node = NULL;
     mp_tensor *outs[2] = {*values, *indices};
     if (st == MP_OK)
-        st = mp_autograd_record("MaxBackward0", max_dim_backward, &a, 1, outs, 2, &node);
+        st = mp_autograd_record(is_min ? "MinBackward0" : "MaxBackward0", max_dim_backward,
+                                &a, 1, outs, 2, &node);
     if (st == MP_OK && node) {
         node->iargs[0] = a->ndim ? d : 0;
         st = mp_node_save(node, 0, *indices);
@@ -316,8 +283,20 @@ static mp_status flat_row(mp_tensor *a, mp_tensor **out)
     return st;
 }
 
-/* max() backward, as torch's evenly_distribute_backward: the gradient is shared equally by
- * every element equal to the max (every NaN when the max is NaN). */
+mp_status mp_op_max_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **values,
+                        mp_tensor **indices)
+{
+    return extreme_dim(0, a, dim, keepdim, values, indices);
+}
+
+mp_status mp_op_min_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **values,
+                        mp_tensor **indices)
+{
+    return extreme_dim(1, a, dim, keepdim, values, indices);
+}
+
+/* max() / min() backward, as torch's evenly_distribute_backward: the gradient is shared
+ * equally by every element equal to the result (every NaN when the result is NaN). */
 static mp_status max_all_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
     mp_tensor *x = mp_node_saved(n, 0), *v = mp_node_saved(n, 1);
@@ -339,24 +318,25 @@ static mp_status max_all_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     return MP_OK;
 }
 
-mp_status mp_op_max_all(mp_tensor *a, mp_tensor **out)
+static mp_status extreme_all(int is_min, mp_tensor *a, mp_tensor **out)
 {
     *out = NULL;
     if (mp_tensor_numel(a) == 0)
-        return mp_error(MP_ERR_RUNTIME, "max(): Expected reduction dim to be specified for "
+        return mp_error(MP_ERR_RUNTIME, "%s(): Expected reduction dim to be specified for "
                         "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                        "argument.");
+                        "argument.", is_min ? "min" : "max");
     mp_tensor *row = NULL;
     int64_t idx;
     mp_status st = flat_row(a, &row);
     if (st == MP_OK)
         st = mp_tensor_empty(NULL, 0, a->dtype, MP_DEVICE_CPU, out);
     if (st == MP_OK)
-        st = scan_rows(row, 1, row->shape[0], &idx, mp_tensor_data(*out));
+        st = scan_rows(row, 1, row->shape[0], is_min, &idx, mp_tensor_data(*out));
     mp_tensor_decref(row);
     mp_node *node = NULL;
     if (st == MP_OK)
-        st = mp_autograd_record("MaxBackward1", max_all_backward, &a, 1, out, 1, &node);
+        st = mp_autograd_record(is_min ? "MinBackward1" : "MaxBackward1", max_all_backward,
+                                &a, 1, out, 1, &node);
     if (st == MP_OK && node && (st = mp_node_save(node, 0, a)) == MP_OK)
         st = mp_node_save(node, 1, *out);
     if (st != MP_OK) {
@@ -366,17 +346,30 @@ mp_status mp_op_max_all(mp_tensor *a, mp_tensor **out)
     return st;
 }
 
-mp_status mp_op_argmax(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out)
+mp_status mp_op_max_all(mp_tensor *a, mp_tensor **out)
 {
+    return extreme_all(0, a, out);
+}
+
+mp_status mp_op_min_all(mp_tensor *a, mp_tensor **out)
+{
+    return extreme_all(1, a, out);
+}
+
+static mp_status arg_extreme(int is_min, mp_tensor *a, int has_dim, int64_t dim, int keepdim,
+                             mp_tensor **out)
+{
+    const char *name = is_min ? "argmin" : "argmax";
     *out = NULL;
     if (has_dim) {
         int d;
         mp_status st = mp_wrap_dim(dim, a->ndim, &d);
-        return st == MP_OK ? dim_scan("argmax", a, a->ndim ? d : 0, keepdim, NULL, out) : st;
+        return st == MP_OK ? dim_scan(name, a, a->ndim ? d : 0, keepdim, is_min, NULL, out)
+                           : st;
     }
     if (mp_tensor_numel(a) == 0)
-        return mp_error(MP_ERR_INDEX, "argmax(): Expected reduction dim to be specified for "
-                        "input.numel() == 0.");
+        return mp_error(MP_ERR_INDEX, "%s(): Expected reduction dim to be specified for "
+                        "input.numel() == 0.", name);
     int64_t ones[MP_MAX_DIMS];
     for (int d = 0; d < a->ndim; d++)
         ones[d] = 1;
@@ -385,11 +378,21 @@ mp_status mp_op_argmax(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_t
     if (st == MP_OK)
         st = mp_tensor_empty(ones, keepdim ? a->ndim : 0, MP_DTYPE_INT64, MP_DEVICE_CPU, out);
     if (st == MP_OK)
-        st = scan_rows(row, 1, row->shape[0], mp_tensor_data(*out), NULL);
+        st = scan_rows(row, 1, row->shape[0], is_min, mp_tensor_data(*out), NULL);
     mp_tensor_decref(row);
     if (st != MP_OK) {
         mp_tensor_decref(*out);
         *out = NULL;
     }
     return st;
+}
+
+mp_status mp_op_argmax(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out)
+{
+    return arg_extreme(0, a, has_dim, dim, keepdim, out);
+}
+
+mp_status mp_op_argmin(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out)
+{
+    return arg_extreme(1, a, has_dim, dim, keepdim, out);
 }

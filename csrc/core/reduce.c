@@ -1,6 +1,7 @@
 /* reduce.c - sum over a dimension mask (see reduce.h). The input is walked together with a
- * double accumulator laid out like the output but with stride 0 along reduced dimensions; the
- * accumulator gets an 8-byte-element header so mp_iter can coalesce both walks. */
+ * double accumulator laid out like the output but with stride 0 along reduced dimensions (an
+ * int64 one for integer sums to int64, exact as torch's); the accumulator gets an 8-byte-element
+ * header so mp_iter can coalesce both walks. */
 #include "reduce.h"
 
 #include <stdlib.h>
@@ -28,6 +29,7 @@ void mp_reduced_shape(const mp_tensor *t, uint32_t dim_mask, int keepdim, int64_
 typedef struct {
     mp_dtype dt;
     const mp_cpu_kernels *k;
+    int int_acc;          /* integer input summed to int64: an int64 accumulator (wraps) */
 } sum_ctx;
 
 /* Four partial sums so the double adds overlap (a single chain waits on each add). */
@@ -46,11 +48,20 @@ static double sum_chunk(const float *x, int64_t m)
     return (s0 + s1) + (s2 + s3);
 }
 
-/* int64/bool: added as doubles (exact up to 2^53), never through fp32 */
+/* int64/bool: summed exactly in int64 with two's-complement wrap-around (as torch) when the
+ * result is int64, else added as doubles; never through fp32 */
 static void sum_run_int(char **ptrs, const int64_t *strides, int64_t n, const sum_ctx *c)
 {
-    double *acc = (double *)ptrs[0];
     int64_t step = strides[1] * (int64_t)mp_dtype_size(c->dt);
+    if (c->int_acc) {
+        int64_t *acc = (int64_t *)ptrs[0];
+        for (int64_t i = 0; i < n; i++) {
+            uint64_t v = (uint64_t)mp_load_i64(c->dt, ptrs[1] + i * step);
+            acc[i * strides[0]] = (int64_t)((uint64_t)acc[i * strides[0]] + v);
+        }
+        return;
+    }
+    double *acc = (double *)ptrs[0];
     for (int64_t i = 0; i < n; i++)
         acc[i * strides[0]] += mp_load_f64(c->dt, ptrs[1] + i * step);
 }
@@ -123,7 +134,8 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
         return MP_ERR_NOMEM;
     mp_tensor *ops[2] = {accv, t};
     mp_iter it;
-    sum_ctx c = {t->dtype, mp_cpu()};
+    int int_acc = !mp_dtype_is_float(t->dtype) && out_dtype == MP_DTYPE_INT64;
+    sum_ctx c = {t->dtype, mp_cpu(), int_acc};
     mp_iter_init(&it, ops, 2);
     mp_iter_run(&it, sum_run, &c);
     mp_status st = mp_tensor_empty(oshape, ond, out_dtype, MP_DEVICE_CPU, out);
@@ -132,7 +144,8 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
         size_t sz = mp_dtype_size(out_dtype);
         int is_int = out_dtype == MP_DTYPE_INT64;
         for (int64_t i = 0; i < onumel; i++) {
-            mp_scalar v = {acc[i], is_int ? (int64_t)acc[i] : 0, is_int};
+            int64_t iv = int_acc ? ((const int64_t *)(const void *)acc)[i] : (int64_t)acc[i];
+            mp_scalar v = {acc[i], iv, is_int};
             mp_store_scalar(out_dtype, dst + (size_t)i * sz, v);
         }
     }
