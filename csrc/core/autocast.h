@@ -8,7 +8,8 @@
 
 #include "tensor.h"
 
-typedef enum { MP_AC_NONE = 0, MP_AC_LOWER, MP_AC_FP32, MP_AC_PROMOTE } mp_ac_policy;
+/* MP_AC_BANNED: the op raises under autocast (torch bans binary_cross_entropy on CUDA) */
+typedef enum { MP_AC_NONE = 0, MP_AC_LOWER, MP_AC_FP32, MP_AC_PROMOTE, MP_AC_BANNED } mp_ac_policy;
 
 /* Ops that autocast knows about (policies in autocast.c, per device type). */
 typedef enum {
@@ -16,7 +17,13 @@ typedef enum {
     MP_AC_OP_BADDBMM, MP_AC_OP_MSE_LOSS, MP_AC_OP_L1_LOSS, MP_AC_OP_NLL_LOSS,
     MP_AC_OP_CROSS_ENTROPY, MP_AC_OP_BCE_WITH_LOGITS, MP_AC_OP_LAYER_NORM, MP_AC_OP_EXP,
     MP_AC_OP_LOG, MP_AC_OP_POW, MP_AC_OP_RSQRT, MP_AC_OP_SOFTMAX, MP_AC_OP_LOG_SOFTMAX,
-    MP_AC_OP_SUM, MP_AC_OP_CAT, MP_AC_OP_STACK, MP_AC_OP_COUNT
+    MP_AC_OP_SUM, MP_AC_OP_CAT, MP_AC_OP_STACK,
+    /* losses, padding, normalize and activations of the lossoptim part */
+    MP_AC_OP_SMOOTH_L1_LOSS, MP_AC_OP_HUBER_LOSS, MP_AC_OP_KL_DIV, MP_AC_OP_BCE,
+    MP_AC_OP_REFLECTION_PAD1D, MP_AC_OP_REFLECTION_PAD2D, MP_AC_OP_REFLECTION_PAD3D,
+    MP_AC_OP_REPLICATION_PAD1D, MP_AC_OP_REPLICATION_PAD2D, MP_AC_OP_REPLICATION_PAD3D,
+    MP_AC_OP_NORMALIZE, MP_AC_OP_COSINE_SIMILARITY, MP_AC_OP_SOFTPLUS,
+    MP_AC_OP_COUNT
 } mp_ac_op;
 
 #define MP_AC_DEVICES 2   /* indexed by mp_device: CPU, CUDA */

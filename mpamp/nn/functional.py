@@ -7,10 +7,13 @@ signatures already agree (linear) the op itself is exported.
 import warnings
 
 import mpamp as _mp
+from ._functional_extra import *  # noqa: F401,F403 - losses, pad, one_hot, normalize, ...
+from ._functional_extra import __all__ as _extra_all
 
 __all__ = ["relu", "relu_", "gelu", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
            "linear", "dropout", "layer_norm", "embedding", "mse_loss", "l1_loss",
            "cross_entropy", "nll_loss", "binary_cross_entropy_with_logits"]
+__all__ += _extra_all
 
 
 # ---- activations ----

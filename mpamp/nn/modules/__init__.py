@@ -4,7 +4,12 @@ from .container import ModuleDict, ModuleList, Sequential
 from .dropout import Dropout
 from .flatten import Flatten
 from .linear import Identity, Linear
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                   MSELoss, NLLLoss, SmoothL1Loss)
+from .activation_param import LeakyReLU, Softplus
+from .distance import CosineSimilarity
+from .padding import __all__ as _padding_all
+from .padding import *  # noqa: F401,F403
 from .module import Module
 from .normalization import LayerNorm
 from .sparse import Embedding
@@ -12,4 +17,5 @@ from .sparse import Embedding
 __all__ = ["Module", "Identity", "Linear", "Flatten", "ReLU", "GELU", "SiLU", "Tanh",
            "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "LayerNorm", "Embedding",
            "Sequential", "ModuleList", "ModuleDict", "L1Loss", "MSELoss", "NLLLoss",
-           "CrossEntropyLoss", "BCEWithLogitsLoss"]
+           "CrossEntropyLoss", "BCEWithLogitsLoss", "SmoothL1Loss", "HuberLoss", "BCELoss",
+           "KLDivLoss", "LeakyReLU", "Softplus", "CosineSimilarity"] + _padding_all
