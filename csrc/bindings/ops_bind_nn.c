@@ -32,16 +32,16 @@ static int nargs_is(Py_ssize_t nargs, Py_ssize_t want, const char *fname)
     return -1;
 }
 
-/* opt: None -> NULL */
-static int tensor_arg(mp_state *s, PyObject *o, const char *fname, const char *arg, int opt,
-                      mp_tensor **t)
+/* opt: None -> NULL; pos: the argument's position in torch's signature */
+static int tensor_arg(mp_state *s, PyObject *o, const char *fname, const char *arg, int pos,
+                      int opt, mp_tensor **t)
 {
     *t = NULL;
     if (opt && o == Py_None)
         return 0;
     if (!mp_is_tensor(s, o)) {
-        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' must be Tensor%s, not %.100s", fname,
-                     arg, opt ? " or None" : "", Py_TYPE(o)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s(): argument '%s' (position %d) must be Tensor%s, not "
+                     "%.100s", fname, arg, pos, opt ? " or None" : "", Py_TYPE(o)->tp_name);
         return -1;
     }
     *t = MP_T(o);
@@ -92,8 +92,8 @@ static PyObject *f_smooth_loss(PyObject *m, PyObject *const *args, Py_ssize_t na
         int_arg(args[0], "_smooth_loss", "kind", &kind) < 0)
         return NULL;
     const char *fname = kind ? "huber_loss" : "smooth_l1_loss";
-    if (tensor_arg(s, args[1], fname, "input", 0, &ts[0]) < 0 ||
-        tensor_arg(s, args[2], fname, "target", 0, &ts[1]) < 0 ||
+    if (tensor_arg(s, args[1], fname, "input", 1, 0, &ts[0]) < 0 ||
+        tensor_arg(s, args[2], fname, "target", 2, 0, &ts[1]) < 0 ||
         int_arg(args[3], fname, "reduction", &red) < 0 || float_arg(args[4], &b) < 0)
         return NULL;
     if (autocast_inputs(kind ? MP_AC_OP_HUBER_LOSS : MP_AC_OP_SMOOTH_L1_LOSS, ts, 2, owned) < 0)
@@ -112,9 +112,9 @@ static PyObject *f_bce(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     const char *fname = "binary_cross_entropy";
     int red;
     if (nargs_is(nargs, 4, "_binary_cross_entropy") < 0 ||
-        tensor_arg(s, args[0], fname, "input", 0, &ts[0]) < 0 ||
-        tensor_arg(s, args[1], fname, "target", 0, &ts[1]) < 0 ||
-        tensor_arg(s, args[2], fname, "weight", 1, &ts[2]) < 0 ||
+        tensor_arg(s, args[0], fname, "input", 1, 0, &ts[0]) < 0 ||
+        tensor_arg(s, args[1], fname, "target", 2, 0, &ts[1]) < 0 ||
+        tensor_arg(s, args[2], fname, "weight", 3, 1, &ts[2]) < 0 ||
         int_arg(args[3], fname, "reduction", &red) < 0)
         return NULL;
     if (autocast_inputs(MP_AC_OP_BCE, ts, 3, owned) < 0)
@@ -132,8 +132,8 @@ static PyObject *f_kl_div(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     mp_tensor *ts[2], *owned[2], *out = NULL;
     int red, log_target;
     if (nargs_is(nargs, 4, "_kl_div") < 0 ||
-        tensor_arg(s, args[0], "kl_div", "input", 0, &ts[0]) < 0 ||
-        tensor_arg(s, args[1], "kl_div", "target", 0, &ts[1]) < 0 ||
+        tensor_arg(s, args[0], "kl_div", "input", 1, 0, &ts[0]) < 0 ||
+        tensor_arg(s, args[1], "kl_div", "target", 2, 0, &ts[1]) < 0 ||
         int_arg(args[2], "kl_div", "reduction", &red) < 0 ||
         (log_target = PyObject_IsTrue(args[3])) < 0)
         return NULL;
@@ -164,7 +164,7 @@ static PyObject *f_pad(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     int64_t pad[2 * MP_MAX_DIMS + 2];
     int mode;
     mp_scalar value;
-    if (nargs_is(nargs, 4, "_pad") < 0 || tensor_arg(s, args[0], "pad", "input", 0, &a) < 0 ||
+    if (nargs_is(nargs, 4, "_pad") < 0 || tensor_arg(s, args[0], "pad", "input", 1, 0, &a) < 0 ||
         int_arg(args[2], "pad", "mode", &mode) < 0 || mp_parse_scalar(args[3], "pad", &value) < 0)
         return NULL;
     PyObject *seq = PySequence_Fast(args[1], "pad(): argument 'pad' must be a tuple of ints");
@@ -199,7 +199,7 @@ static PyObject *f_one_hot(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     mp_tensor *a, *out = NULL;
     int64_t c;
     if (nargs_is(nargs, 2, "_one_hot") < 0 ||
-        tensor_arg(s, args[0], "one_hot", "input", 0, &a) < 0 ||
+        tensor_arg(s, args[0], "one_hot", "input", 1, 0, &a) < 0 ||
         mp_parse_int64(args[1], "one_hot", "num_classes", &c) < 0)
         return NULL;
     mp_status st;
@@ -215,7 +215,7 @@ static PyObject *f_normalize(PyObject *m, PyObject *const *args, Py_ssize_t narg
     double p, eps;
     int64_t dim;
     if (nargs_is(nargs, 4, "_normalize") < 0 ||
-        tensor_arg(s, args[0], "normalize", "input", 0, &ts[0]) < 0 ||
+        tensor_arg(s, args[0], "normalize", "input", 1, 0, &ts[0]) < 0 ||
         float_arg(args[1], &p) < 0 || mp_parse_int64(args[2], "normalize", "dim", &dim) < 0 ||
         float_arg(args[3], &eps) < 0)
         return NULL;
@@ -234,7 +234,7 @@ static PyObject *f_leaky_relu(PyObject *m, PyObject *const *args, Py_ssize_t nar
     double slope;
     int inplace;
     if (nargs_is(nargs, 3, "_leaky_relu") < 0 ||
-        tensor_arg(s, args[0], "leaky_relu", "input", 0, &a) < 0 ||
+        tensor_arg(s, args[0], "leaky_relu", "input", 1, 0, &a) < 0 ||
         float_arg(args[1], &slope) < 0 || (inplace = PyObject_IsTrue(args[2])) < 0)
         return NULL;
     mp_status st;
@@ -253,7 +253,7 @@ static PyObject *f_softplus(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     mp_tensor *ts[1], *owned[1], *out = NULL;
     double beta, th;
     if (nargs_is(nargs, 3, "_softplus") < 0 ||
-        tensor_arg(s, args[0], "softplus", "input", 0, &ts[0]) < 0 ||
+        tensor_arg(s, args[0], "softplus", "input", 1, 0, &ts[0]) < 0 ||
         float_arg(args[1], &beta) < 0 || float_arg(args[2], &th) < 0)
         return NULL;
     if (autocast_inputs(MP_AC_OP_SOFTPLUS, ts, 1, owned) < 0)
