@@ -12,7 +12,7 @@ import pytest
 import mpamp
 from mpamp import nn, optim
 from mpamp.amp import GradScaler
-from conftest import TOL, to_numpy
+from conftest import TOL, run_python, to_numpy
 
 F = np.float32
 
@@ -257,6 +257,37 @@ def test_fused_kernel_errors():
     q.grad = mpamp.ones(4, 4).t()
     with pytest.raises(RuntimeError, match="grad 0 is not contiguous"):
         optim.Adadelta([q]).step()
+
+
+def test_isa_levels_bit_identical():
+    """The AVX2 spans against the scalar bodies (the oracle): every flag, a tail, an unscale
+    factor (GradScaler's path), bf16 params widened by the driver."""
+    code = """
+import itertools, numpy as np, mpamp
+from mpamp import nn, optim
+rng = np.random.default_rng(7)
+out = []
+cases = [(optim.RMSprop, dict(alpha=a, momentum=m, centered=c, maximize=mx, weight_decay=0.1))
+         for a, m, c, mx in itertools.product((0.99, 0.3), (0, 0.9), (False, True), (False, True))]
+cases += [(optim.Adagrad, dict(lr_decay=0.1, weight_decay=wd, maximize=mx))
+          for wd, mx in itertools.product((0, 0.1), (False, True))]
+cases += [(optim.Adadelta, dict(rho=0.8, weight_decay=wd, maximize=mx))
+          for wd, mx in itertools.product((0, 0.1), (False, True))]
+for cls, kw in cases:
+    for dt in (mpamp.float32, mpamp.bfloat16):
+        p = nn.Parameter(mpamp.tensor(rng.standard_normal(1027).astype(np.float32)).to(dtype=dt))
+        o = cls([p], **kw)
+        for i in range(4):
+            p.grad = mpamp.tensor(rng.standard_normal(1027).astype(np.float32)).to(dtype=dt)
+            o.grad_scale = mpamp.tensor(4.0) if i % 2 else None
+            o.step()
+        out.append(p.detach().float().numpy().tobytes().hex())
+print(" ".join(out))
+"""
+    out = {isa: run_python(code, MPAMP_CPU_ISA=isa) for isa in ("scalar", "avx2")}
+    for r in out.values():
+        assert r.returncode == 0, r.stderr
+    assert out["scalar"].stdout == out["avx2"].stdout and len(out["avx2"].stdout) > 1000
 
 
 # ---- state_dict ----

@@ -320,8 +320,8 @@ mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor *
     return run_group(g, st, 3, adam_span, adam_fast, h, blocks_used);
 }
 
-/* ---- RMSprop, Adagrad, Adadelta: scalar loops over the shared bodies (flags are
- * loop-invariant, so the compiler vectorises them) ---- */
+/* ---- RMSprop, Adagrad, Adadelta: scalar loops over the shared bodies (the oracle), or the
+ * AVX2 spans of cpu/optim_avx2.c (the scalar loops do not vectorise: sqrtf keeps errno) ---- */
 
 static void rmsprop_span(float *p, const float *g, float **st, int64_t n, float inv,
                          const void *hyper)
@@ -329,6 +329,12 @@ static void rmsprop_span(float *p, const float *g, float **st, int64_t n, float 
     const mp_rmsprop_hyper *h = (const mp_rmsprop_hyper *)hyper;
     float ga_scratch[CHUNK], buf_scratch[CHUNK];
     float *sq = st[0], *ga = st[1], *buf = st[2];
+#if defined(__x86_64__) || defined(_M_X64)
+    if (mp_cpu()->isa >= MP_ISA_AVX2) {
+        mp_rmsprop_span_avx2(p, g, sq, ga, buf, n, inv, h);
+        return;
+    }
+#endif
     if (!ga) {                      /* the body always writes both: give it zeroed scratch */
         memset(ga_scratch, 0, sizeof(float) * (size_t)n);
         ga = ga_scratch;
@@ -357,6 +363,12 @@ static void adagrad_span(float *p, const float *g, float **st, int64_t n, float 
 {
     const mp_adagrad_hyper *h = (const mp_adagrad_hyper *)hyper;
     float *sum = st[0];
+#if defined(__x86_64__) || defined(_M_X64)
+    if (mp_cpu()->isa >= MP_ISA_AVX2) {
+        mp_adagrad_span_avx2(p, g, sum, n, inv, h);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++)
         p[i] = mp_adagrad_update(p[i], g[i] * inv, &sum[i], h);
 }
@@ -375,6 +387,12 @@ static void adadelta_span(float *p, const float *g, float **st, int64_t n, float
 {
     const mp_adadelta_hyper *h = (const mp_adadelta_hyper *)hyper;
     float *sq = st[0], *acc = st[1];
+#if defined(__x86_64__) || defined(_M_X64)
+    if (mp_cpu()->isa >= MP_ISA_AVX2) {
+        mp_adadelta_span_avx2(p, g, sq, acc, n, inv, h);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < n; i++)
         p[i] = mp_adadelta_update(p[i], g[i] * inv, &sq[i], &acc[i], h);
 }
