@@ -429,6 +429,32 @@ def test_activation_modules_inplace_and_errors(rng):
 
 # ---- against torch ----
 
+def test_signatures_match_torch():
+    torch = pytest.importorskip("torch")
+    import inspect
+    pairs = [(F.smooth_l1_loss, torch.nn.functional.smooth_l1_loss),
+             (F.huber_loss, torch.nn.functional.huber_loss),
+             (F.binary_cross_entropy, torch.nn.functional.binary_cross_entropy),
+             (F.kl_div, torch.nn.functional.kl_div), (F.pad, torch.nn.functional.pad),
+             (F.normalize, torch.nn.functional.normalize),
+             (F.leaky_relu, torch.nn.functional.leaky_relu),
+             (nn.SmoothL1Loss, torch.nn.SmoothL1Loss), (nn.HuberLoss, torch.nn.HuberLoss),
+             (nn.BCELoss, torch.nn.BCELoss), (nn.KLDivLoss, torch.nn.KLDivLoss),
+             (nn.LeakyReLU, torch.nn.LeakyReLU), (nn.Softplus, torch.nn.Softplus),
+             (nn.CosineSimilarity, torch.nn.CosineSimilarity)]
+    for mine, theirs in pairs:
+        a, b = inspect.signature(mine).parameters, inspect.signature(theirs).parameters
+        assert list(a) == list(b), mine
+        assert [v.default for v in a.values()] == [v.default for v in b.values()], mine
+    S = torch.optim.lr_scheduler
+    for name in ("ReduceLROnPlateau", "CyclicLR", "SequentialLR", "ChainedScheduler",
+                 "ConstantLR"):
+        a = inspect.signature(getattr(mpamp.optim.lr_scheduler, name)).parameters
+        b = inspect.signature(getattr(S, name)).parameters
+        assert list(a) == list(b), name
+        assert [v.default for v in a.values()] == [v.default for v in b.values()], name
+
+
 def test_against_torch(rng):
     torch = pytest.importorskip("torch")
     TF = torch.nn.functional

@@ -292,6 +292,19 @@ print(" ".join(out))
 
 # ---- state_dict ----
 
+def test_signatures_match_torch():
+    torch = pytest.importorskip("torch")
+    import inspect
+    for name in ("RMSprop", "Adagrad", "Adadelta"):
+        mine = inspect.signature(getattr(optim, name)).parameters
+        theirs = inspect.signature(getattr(torch.optim, name)).parameters
+        extra = [k for k in mine if k not in theirs]
+        assert extra == ["master_weights", "stochastic_rounding"]
+        assert [k for k in mine if k in theirs] == list(theirs)
+        for k, v in theirs.items():
+            assert mine[k].kind == v.kind and mine[k].default == v.default, (name, k)
+
+
 def test_defaults_and_state_dict_layout_match_torch():
     torch = pytest.importorskip("torch")
     for name, kw in [("RMSprop", dict(momentum=0.9, centered=True)), ("RMSprop", {}),

@@ -87,7 +87,7 @@ static mp_status bce_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     int reduction = (int)n->iargs[0];
     mp_tensor *src[4] = {x, mp_node_saved(n, 1), mp_node_saved(n, 2),
                          reduction == MP_RED_NONE ? gout[0] : NULL};
-    dense4 d;
+    dense4 d = {{NULL, NULL, NULL, NULL}};
     float scale;
     mp_status st = mp_loss_grad_scale(gout[0], reduction, n->fargs[0], &scale);
     if (st == MP_OK)
@@ -159,7 +159,7 @@ mp_status mp_op_binary_cross_entropy(mp_tensor *input, mp_tensor *target, mp_ten
         return st;
     mp_tensor *src[3] = {input, target, weight}, *l = NULL;
     int64_t numel = mp_tensor_numel(input);
-    dense4 d;
+    dense4 d = {{NULL, NULL, NULL, NULL}};
     st = dense_all(src, 3, input->shape, input->ndim, &d);
     if (st == MP_OK)
         st = mp_tensor_empty(input->shape, input->ndim, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &l);
@@ -220,8 +220,7 @@ static mp_status kl_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     int reduction = (int)n->iargs[0], log_target = (int)n->iargs[1], nd;
     int64_t shape[MP_MAX_DIMS];
     float scale;
-    dense4 d;
-    memset(&d, 0, sizeof d);
+    dense4 d = {{NULL, NULL, NULL, NULL}};
     mp_status st = mp_broadcast_shapes(x->shape, x->ndim, t->shape, t->ndim, shape, &nd);
     if (st == MP_OK)
         st = mp_loss_grad_scale(gout[0], reduction, n->fargs[0], &scale);
@@ -254,7 +253,7 @@ mp_status mp_op_kl_div(mp_tensor *input, mp_tensor *target, int reduction, int l
     mp_tensor *ins[2] = {input, target}, *l = NULL;
     int64_t shape[MP_MAX_DIMS], numel = 1;
     int nd;
-    dense4 d;
+    dense4 d = {{NULL, NULL, NULL, NULL}};
     *out = NULL;
     int red = reduction == MP_RED_BATCHMEAN ? MP_RED_MEAN : reduction;
     mp_status st = mp_loss_check_reduction(red);
