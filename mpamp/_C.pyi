@@ -398,6 +398,8 @@ def _bce_with_logits(*args: Any, **kwargs: Any) -> Any:
     """_bce_with_logits(input, target, weight, pos_weight, reduction)"""
 def _binary(*args: Any, **kwargs: Any) -> Any:
     """_binary(which, a, b, alpha): add/sub/mul/div/pow"""
+def _binary_cross_entropy(*args: Any, **kwargs: Any) -> Any:
+    """_binary_cross_entropy(input, target, weight, reduction)"""
 def _bmm(*args: Any, **kwargs: Any) -> Any:
     """_bmm(input, mat2)"""
 def _cast_cache_stats(*args: Any, **kwargs: Any) -> Any:
@@ -446,8 +448,14 @@ def _from_dlpack(*args: Any, **kwargs: Any) -> Any:
     """_from_dlpack(capsule) -> (tensor sharing the capsule's memory, readonly flag)"""
 def _full(*args: Any, **kwargs: Any) -> Any:
     """_full(shape, value, dtype): filled tensor"""
+def _fused_adadelta_(*args: Any, **kwargs: Any) -> Any:
+    """Fused multi-tensor Adadelta step"""
+def _fused_adagrad_(*args: Any, **kwargs: Any) -> Any:
+    """Fused multi-tensor Adagrad step"""
 def _fused_adam_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor Adam/AdamW step"""
+def _fused_rmsprop_(*args: Any, **kwargs: Any) -> Any:
+    """Fused multi-tensor RMSprop step"""
 def _fused_sgd_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor SGD step"""
 def _gemm(*args: Any, **kwargs: Any) -> Any:
@@ -468,8 +476,12 @@ def _is_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Weight-cast cache flag"""
 def _is_autocast_enabled(*args: Any, **kwargs: Any) -> Any:
     """Autocast flag of a device type"""
+def _kl_div(*args: Any, **kwargs: Any) -> Any:
+    """_kl_div(input, target, reduction, log_target): reduction 3 is batchmean"""
 def _layer_norm(*args: Any, **kwargs: Any) -> Any:
     """_layer_norm(input, normalized_shape, weight, bias, eps)"""
+def _leaky_relu(*args: Any, **kwargs: Any) -> Any:
+    """_leaky_relu(input, negative_slope, inplace)"""
 def _linear(*args: Any, **kwargs: Any) -> Any:
     """_linear(input, weight, bias or None)"""
 def _logic(*args: Any, **kwargs: Any) -> Any:
@@ -494,6 +506,12 @@ def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
     """_nll_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_softmax)"""
+def _normalize(*args: Any, **kwargs: Any) -> Any:
+    """_normalize(input, p, dim, eps)"""
+def _one_hot(*args: Any, **kwargs: Any) -> Any:
+    """_one_hot(input, num_classes)"""
+def _pad(*args: Any, **kwargs: Any) -> Any:
+    """_pad(input, pad, mode, value): mode 0 constant, 1 reflect, 2 replicate, 3 circular"""
 def _parallel_probe(*args: Any, **kwargs: Any) -> Any:
     """Test hook: run one parallel region; (threads that ran ranges, items run, workers)"""
 def _pointwise_loss(*args: Any, **kwargs: Any) -> Any:
@@ -526,8 +544,12 @@ def _set_data(*args: Any, **kwargs: Any) -> Any:
     """Make tensor refer to other's data (tensor.data = other)"""
 def _set_grad_enabled(*args: Any, **kwargs: Any) -> Any:
     """Set this thread's grad mode"""
+def _smooth_loss(*args: Any, **kwargs: Any) -> Any:
+    """_smooth_loss(kind, input, target, reduction, param): smooth_l1 (0, beta) or huber (1, delta)"""
 def _softmax(*args: Any, **kwargs: Any) -> Any:
     """_softmax(input, dim, log, dtype)"""
+def _softplus(*args: Any, **kwargs: Any) -> Any:
+    """_softplus(input, beta, threshold)"""
 def _sort(*args: Any, **kwargs: Any) -> Any:
     """_sort(input, dim, descending)"""
 def _supported_isas(*args: Any, **kwargs: Any) -> Any:

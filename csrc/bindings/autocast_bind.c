@@ -117,7 +117,7 @@ static PyObject *f_stats(PyObject *m, PyObject *u)
                          (unsigned long long)misses, "entries", (long long)entries);
 }
 
-/* _autocast_policy(op_name, device_type) -> "lower" | "fp32" | "promote" | None */
+/* _autocast_policy(op_name, device_type) -> "lower" | "fp32" | "promote" | "banned" | None */
 static PyObject *f_policy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)m;
@@ -130,7 +130,7 @@ static PyObject *f_policy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     const char *name = PyUnicode_AsUTF8(args[0]);
     int op = name ? mp_autocast_op_by_name(name) : -1;
     if (op >= 0) {
-        static const char *const names[] = {NULL, "lower", "fp32", "promote"};
+        static const char *const names[] = {NULL, "lower", "fp32", "promote", "banned"};
         const char *p = names[mp_autocast_policy((mp_ac_op)op, dev)];
         return p ? PyUnicode_FromString(p) : Py_NewRef(Py_None);
     }

@@ -87,6 +87,7 @@ extern PyMethodDef mp_tensor_matmul_methods[];
 extern PyMethodDef mp_attention_functions[];     /* ops_bind_attention.c */
 extern PyMethodDef mp_tensor_attention_methods[];
 extern PyMethodDef mp_tensor_data_functions[];    /* tensor_data.c: _set_data */
+extern PyMethodDef mp_nn_functions[];            /* ops_bind_nn.c: losses, pad, ... */
 extern PyMethodDef mp_optim_functions[];         /* optim_bind.c: scaler + fused optimizers */
 extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
 extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */

@@ -1,5 +1,5 @@
 /* optim_bind.c - Python entry points of the loss-scaler kernels and the fused optimizer steps
- * (csrc/core/optim.h): positional-only private _C functions that mpamp/amp/grad_scaler.py and
+ * (SGD, Adam/AdamW, RMSprop, Adagrad, Adadelta; csrc/core/optim.h): positional-only private _C functions that mpamp/amp/grad_scaler.py and
  * mpamp/optim call. Here: lists of tensors to arrays, optional tensors, the hyper-parameters,
  * and the GIL released when the group is large. No optimizer bookkeeping lives here. */
 #include "bindings.h"
@@ -293,6 +293,114 @@ static PyObject *f_fused_adam(PyObject *m, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromUnsignedLongLong(used);
 }
 
+/* Parses nst state lists starting at args[8] (optional ones may be None), runs `call` with
+ * the GIL released, frees everything; returns the Philox blocks used or NULL. */
+typedef mp_status (*state_step_fn)(const mp_optim_group *grp, tlist *st, const void *h,
+                                   uint64_t *used);
+
+static PyObject *state_step(PyObject *m, PyObject *const *args, const char *fn, int nst,
+                            const char *const *names, const int *optional, state_step_fn call,
+                            const void *h)
+{
+    mp_state *s = mp_state_of_module(m);
+    tlist p, g, mst, st[3] = {{NULL, NULL, 0}, {NULL, NULL, 0}, {NULL, NULL, 0}};
+    mp_optim_group grp;
+    if (parse_group(s, args, fn, &p, &g, &mst, &grp) < 0)
+        return NULL;
+    mp_status rc = MP_OK;
+    uint64_t used = 0;
+    for (int k = 0; k < nst && rc == MP_OK; k++)
+        if (tlist_parse(s, args[8 + k], fn, names[k], optional[k], &st[k]) < 0 ||
+            check_len(&st[k], p.n, fn) < 0)
+            rc = (mp_status)-1;
+    if (rc == MP_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = call(&grp, st, h, &used);
+        Py_END_ALLOW_THREADS
+    }
+    tlist_free(&p), tlist_free(&g), tlist_free(&mst);
+    for (int k = 0; k < 3; k++)
+        tlist_free(&st[k]);
+    if (rc == (mp_status)-1)
+        return NULL;
+    if (rc != MP_OK)
+        return mp_raise(rc);
+    return PyLong_FromUnsignedLongLong(used);
+}
+
+static mp_status rmsprop_call(const mp_optim_group *grp, tlist *st, const void *h,
+                              uint64_t *used)
+{
+    return mp_optim_rmsprop_step(grp, st[0].arr, st[1].arr, st[2].arr, h, used);
+}
+
+/* group (8 args), square_avgs, grad_avgs|None, momentum_buffers|None, lr, alpha, eps,
+ * weight_decay, momentum, centered, maximize -> Philox blocks used */
+static PyObject *f_fused_rmsprop(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *const names[3] = {"square_avgs", "grad_avgs", "momentum_buffers"};
+    static const int optional[3] = {0, 1, 1};
+    float fv[5];
+    int fl[2];
+    if (nargs != 18) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 18 positional arguments", "_fused_rmsprop_");
+        return NULL;
+    }
+    if (floats(args + 11, 5, fv) < 0 || flags(args + 16, 2, fl) < 0)
+        return NULL;
+    mp_rmsprop_hyper h = {fv[0], fv[1], fv[2], fv[3], fv[4], fl[0], fl[1],
+                          (float)(1.0 - PyFloat_AsDouble(args[12]))};
+    return state_step(m, args, "_fused_rmsprop_", 3, names, optional, rmsprop_call, &h);
+}
+
+static mp_status adagrad_call(const mp_optim_group *grp, tlist *st, const void *h,
+                              uint64_t *used)
+{
+    return mp_optim_adagrad_step(grp, st[0].arr, h, used);
+}
+
+/* group (8 args), state_sums, clr, weight_decay, eps, maximize -> Philox blocks used */
+static PyObject *f_fused_adagrad(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *const names[1] = {"state_sums"};
+    static const int optional[1] = {0};
+    float fv[3];
+    int fl[1];
+    if (nargs != 13) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 13 positional arguments", "_fused_adagrad_");
+        return NULL;
+    }
+    if (floats(args + 9, 3, fv) < 0 || flags(args + 12, 1, fl) < 0)
+        return NULL;
+    mp_adagrad_hyper h = {fv[0], fv[1], fv[2], fl[0]};
+    return state_step(m, args, "_fused_adagrad_", 1, names, optional, adagrad_call, &h);
+}
+
+static mp_status adadelta_call(const mp_optim_group *grp, tlist *st, const void *h,
+                               uint64_t *used)
+{
+    return mp_optim_adadelta_step(grp, st[0].arr, st[1].arr, h, used);
+}
+
+/* group (8 args), square_avgs, acc_deltas, lr, rho, eps, weight_decay, maximize
+ * -> Philox blocks used */
+static PyObject *f_fused_adadelta(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *const names[2] = {"square_avgs", "acc_deltas"};
+    static const int optional[2] = {0, 0};
+    float fv[4];
+    int fl[1];
+    if (nargs != 15) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 15 positional arguments", "_fused_adadelta_");
+        return NULL;
+    }
+    if (floats(args + 10, 4, fv) < 0 || flags(args + 14, 1, fl) < 0)
+        return NULL;
+    mp_adadelta_hyper h = {fv[0], fv[1], fv[2], fv[3], fl[0],
+                           (float)(1.0 - PyFloat_AsDouble(args[11]))};
+    return state_step(m, args, "_fused_adadelta_", 2, names, optional, adadelta_call, &h);
+}
+
 PyMethodDef mp_optim_functions[] = {
     {"_amp_foreach_non_finite_check_and_unscale_", FN(f_unscale), METH_FASTCALL,
      "Check grads for inf/NaN (found_inf = 1) and multiply them by inv_scale in place"},
@@ -300,5 +408,9 @@ PyMethodDef mp_optim_functions[] = {
      "torch's loss-scale update: backoff on inf, growth after growth_interval clean steps"},
     {"_fused_sgd_", FN(f_fused_sgd), METH_FASTCALL, "Fused multi-tensor SGD step"},
     {"_fused_adam_", FN(f_fused_adam), METH_FASTCALL, "Fused multi-tensor Adam/AdamW step"},
+    {"_fused_rmsprop_", FN(f_fused_rmsprop), METH_FASTCALL, "Fused multi-tensor RMSprop step"},
+    {"_fused_adagrad_", FN(f_fused_adagrad), METH_FASTCALL, "Fused multi-tensor Adagrad step"},
+    {"_fused_adadelta_", FN(f_fused_adadelta), METH_FASTCALL,
+     "Fused multi-tensor Adadelta step"},
     {NULL, NULL, 0, NULL},
 };

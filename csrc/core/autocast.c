@@ -75,7 +75,35 @@ static const struct {
     [MP_AC_OP_LOGSUMEXP] = {"logsumexp", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_DIST] = {"dist", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_EINSUM] = {"einsum", MP_AC_NONE, MP_AC_LOWER},
+    [MP_AC_OP_SMOOTH_L1_LOSS] = {"smooth_l1_loss", MP_AC_FP32, MP_AC_FP32},
+    [MP_AC_OP_HUBER_LOSS] = {"huber_loss", MP_AC_FP32, MP_AC_FP32},
+    [MP_AC_OP_KL_DIV] = {"kl_div", MP_AC_FP32, MP_AC_FP32},
+    /* CPU runs binary_cross_entropy in fp32; CUDA refuses it (see banned_message) */
+    [MP_AC_OP_BCE] = {"binary_cross_entropy", MP_AC_FP32, MP_AC_BANNED},
+    /* CPU lists reflection_pad1d/2d and replication_pad1d/2d/3d as fp32; CUDA none */
+    [MP_AC_OP_REFLECTION_PAD1D] = {"reflection_pad1d", MP_AC_FP32, MP_AC_NONE},
+    [MP_AC_OP_REFLECTION_PAD2D] = {"reflection_pad2d", MP_AC_FP32, MP_AC_NONE},
+    [MP_AC_OP_REFLECTION_PAD3D] = {"reflection_pad3d", MP_AC_NONE, MP_AC_NONE},
+    [MP_AC_OP_REPLICATION_PAD1D] = {"replication_pad1d", MP_AC_FP32, MP_AC_NONE},
+    [MP_AC_OP_REPLICATION_PAD2D] = {"replication_pad2d", MP_AC_FP32, MP_AC_NONE},
+    [MP_AC_OP_REPLICATION_PAD3D] = {"replication_pad3d", MP_AC_FP32, MP_AC_NONE},
+    /* normalize reaches fp32 on CUDA through norm (fp32_append_dtype) and the division's
+     * promotion; CPU leaves it alone */
+    [MP_AC_OP_NORMALIZE] = {"normalize", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_COSINE_SIMILARITY] = {"cosine_similarity", MP_AC_NONE, MP_AC_FP32},
+    [MP_AC_OP_SOFTPLUS] = {"softplus", MP_AC_NONE, MP_AC_FP32},
 };
+
+/* torch's error for the ops it bans under autocast */
+static const char *banned_message(mp_ac_op op)
+{
+    (void)op;       /* binary_cross_entropy is the only banned op */
+    return "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
+           "autocast.\nMany models use a sigmoid layer right before the binary cross entropy "
+           "layer.\nIn this case, combine the two layers using "
+           "torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss."
+           "  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.";
+}
 
 int mp_autocast_enabled(mp_device dev) { return ac_enabled[dev]; }
 void mp_autocast_set_enabled(mp_device dev, int enabled) { ac_enabled[dev] = !!enabled; }
@@ -291,6 +319,8 @@ mp_status mp_autocast_args(mp_ac_op op, mp_tensor *const *args, int n, mp_tensor
     mp_ac_policy pol = ac_enabled[dev] ? mp_autocast_policy(op, dev) : MP_AC_NONE;
     mp_dtype target = pol == MP_AC_FP32 ? MP_DTYPE_FLOAT32 : mp_autocast_dtype(dev);
     mp_status st = MP_OK;
+    if (pol == MP_AC_BANNED)
+        return mp_error(MP_ERR_RUNTIME, "%s", banned_message(op));
     if (pol == MP_AC_PROMOTE)
         st = promote_target(args, n, mp_autocast_dtype(dev), &target);
     for (int i = 0; i < n && st == MP_OK; i++) {

@@ -8,7 +8,8 @@
 
 #include "tensor.h"
 
-typedef enum { MP_AC_NONE = 0, MP_AC_LOWER, MP_AC_FP32, MP_AC_PROMOTE } mp_ac_policy;
+/* MP_AC_BANNED: the op raises under autocast (torch bans binary_cross_entropy on CUDA) */
+typedef enum { MP_AC_NONE = 0, MP_AC_LOWER, MP_AC_FP32, MP_AC_PROMOTE, MP_AC_BANNED } mp_ac_policy;
 
 /* Ops that autocast knows about (policies in autocast.c, per device type). */
 typedef enum {
@@ -35,6 +36,19 @@ typedef enum {
     MP_AC_OP_LOGSUMEXP,
     MP_AC_OP_DIST,
     MP_AC_OP_EINSUM,
+    MP_AC_OP_SMOOTH_L1_LOSS,
+    MP_AC_OP_HUBER_LOSS,
+    MP_AC_OP_KL_DIV,
+    MP_AC_OP_BCE,
+    MP_AC_OP_REFLECTION_PAD1D,
+    MP_AC_OP_REFLECTION_PAD2D,
+    MP_AC_OP_REFLECTION_PAD3D,
+    MP_AC_OP_REPLICATION_PAD1D,
+    MP_AC_OP_REPLICATION_PAD2D,
+    MP_AC_OP_REPLICATION_PAD3D,
+    MP_AC_OP_NORMALIZE,
+    MP_AC_OP_COSINE_SIMILARITY,
+    MP_AC_OP_SOFTPLUS,
     /* new ops: one line each, above this one */
     MP_AC_OP_COUNT
 } mp_ac_op;

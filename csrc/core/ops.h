@@ -7,6 +7,7 @@
 #define MP_OPS_H
 
 #include "autograd.h"
+#include "copy.h"
 
 /* ---- binary pointwise (ops_binary.c); b may be a wrapped-number 0-d tensor ---- */
 mp_status mp_op_add(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out);   /* a+alpha*b */
@@ -82,7 +83,7 @@ mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out);
 mp_status mp_op_layer_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
                            mp_tensor *weight, mp_tensor *bias, double eps, mp_tensor **out);
 
-/* ---- losses (ops_loss.c, ops_loss_nll.c); reduction: 0 none, 1 mean, 2 sum ---- */
+/* ---- losses (ops_loss.c, ops_loss_nll.c, ops_loss_prob.c); reduction: 0 none, 1 mean, 2 sum ---- */
 enum { MP_RED_NONE = 0, MP_RED_MEAN = 1, MP_RED_SUM = 2 };
 mp_status mp_op_mse_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out);
 mp_status mp_op_l1_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out);
@@ -95,6 +96,32 @@ mp_status mp_op_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *we
                               mp_tensor **out);
 mp_status mp_op_bce_with_logits(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                                 mp_tensor *pos_weight, int reduction, mp_tensor **out);
+/* beta == 0 is l1_loss; errors for beta < 0 / delta <= 0 (ops_loss.c) */
+mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reduction,
+                               double beta, mp_tensor **out);
+mp_status mp_op_huber_loss(mp_tensor *input, mp_tensor *target, int reduction, double delta,
+                           mp_tensor **out);
+/* (ops_loss_prob.c) input, target (same dtype and shape) and weight (input's shape, or NULL) */
+mp_status mp_op_binary_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
+                                     int reduction, mp_tensor **out);
+enum { MP_RED_BATCHMEAN = 3 };      /* kl_div only: the sum over input.size(0) */
+mp_status mp_op_kl_div(mp_tensor *input, mp_tensor *target, int reduction, int log_target,
+                       mp_tensor **out);
+
+/* ---- padding, one_hot (ops_pad.c), normalize (ops_normalize.c), activations with a
+ * parameter (ops_activation.c) ---- */
+enum { MP_PAD_CONSTANT = 0, MP_PAD_REFLECT = 1, MP_PAD_REPLICATE = 2, MP_PAD_CIRCULAR = 3 };
+/* pad[npad] in torch's order (last dim's left, right, then the dim before ...); negative
+ * pads crop; value (constant mode) is stored in a's dtype */
+mp_status mp_op_pad(mp_tensor *a, const int64_t *pad, int npad, int mode, mp_scalar value,
+                    mp_tensor **out);
+/* int64 result of shape a.shape + (num_classes,); num_classes -1 infers max + 1 */
+mp_status mp_op_one_hot(mp_tensor *a, int64_t num_classes, mp_tensor **out);
+/* a / max(||a||_p, eps) along dim (p may be 0, inf, -inf) */
+mp_status mp_op_normalize(mp_tensor *a, double p, int64_t dim, double eps, mp_tensor **out);
+mp_status mp_op_leaky_relu(mp_tensor *a, double negative_slope, mp_tensor **out);
+mp_status mp_op_leaky_relu_(mp_tensor *a, double negative_slope);
+mp_status mp_op_softplus(mp_tensor *a, double beta, double threshold, mp_tensor **out);
 
 /* ---- matrix products (ops_matmul.c); fp32 accumulation ---- */
 mp_status mp_op_mm(mp_tensor *a, mp_tensor *b, mp_tensor **out);

@@ -1,5 +1,5 @@
-/* ops_loss.c - the elementwise losses: mse_loss, l1_loss, binary_cross_entropy_with_logits,
- * with backward. Operands are broadcast and made dense fp32; per-element losses are summed in
+/* ops_loss.c - the elementwise losses: mse_loss, l1_loss, smooth_l1_loss, huber_loss,
+ * binary_cross_entropy_with_logits, with backward. Operands are broadcast and made dense fp32; per-element losses are summed in
  * double for 'mean'/'sum' and the result rounded once to the output dtype (the promoted dtype
  * of input and target, as torch). Class-index losses (nll, cross_entropy) are in
  * ops_loss_nll.c; both share loss.h. */
@@ -65,13 +65,37 @@ mp_status mp_loss_grad_scale(mp_tensor *g, int reduction, double denom, float *s
     return MP_OK;
 }
 
-/* ---- mse_loss / l1_loss ---- */
+/* ---- mse_loss / l1_loss / smooth_l1_loss / huber_loss ---- */
 
-enum { LOSS_MSE = 0, LOSS_L1 = 1 };
+enum { LOSS_MSE = 0, LOSS_L1 = 1, LOSS_SMOOTH_L1 = 2, LOSS_HUBER = 3 };
 
 static float sign_f(float d)
 {
     return d > 0.0f ? 1.0f : d < 0.0f ? -1.0f : 0.0f;    /* NaN -> 0, as torch's sgn */
+}
+
+/* The loss of one difference d = input - target; b is smooth_l1's beta or huber's delta
+ * (torch's CPU kernels: |d| < b selects the quadratic piece). */
+static inline float loss_value(int kind, float d, float b)
+{
+    float z = fabsf(d);
+    switch (kind) {
+    case LOSS_L1: return z;
+    case LOSS_SMOOTH_L1: return z < b ? 0.5f * d * d / b : z - 0.5f * b;
+    case LOSS_HUBER: return z < b ? 0.5f * d * d : b * (z - 0.5f * b);
+    default: return d * d;
+    }
+}
+
+/* d loss / d input; torch's backward kernels: the linear pieces from |d| >= b on. */
+static inline float loss_deriv(int kind, float d, float b)
+{
+    switch (kind) {
+    case LOSS_L1: return sign_f(d);
+    case LOSS_SMOOTH_L1: return d <= -b ? -1.0f : d >= b ? 1.0f : d / b;
+    case LOSS_HUBER: return d <= -b ? -b : d >= b ? b : d;
+    default: return 2.0f * d;
+    }
 }
 
 /* Gradient wrt input (sign +1) or target (sign -1) summed to that operand's shape. */
@@ -86,9 +110,10 @@ static mp_status pointwise_grad(mp_node *n, int which, const float *x, const flo
     float *p = mp_tensor_data(d), sgn = which == 0 ? 1.0f : -1.0f;
     int64_t numel = mp_tensor_numel(d);
     int kind = (int)n->iargs[1];
+    float b = (float)n->fargs[1];
     for (int64_t i = 0; i < numel; i++) {
         float diff = x[i] - t[i], gi = g ? g[i] : scale;
-        p[i] = sgn * gi * (kind == LOSS_L1 ? sign_f(diff) : 2.0f * diff);
+        p[i] = sgn * gi * loss_deriv(kind, diff, b);
     }
     int ind;
     const int64_t *ishape = mp_node_in_shape(n, which, &ind);
@@ -126,8 +151,8 @@ static mp_status pointwise_backward(mp_node *n, mp_tensor **gout, mp_tensor **gi
     return st;
 }
 
-static mp_status pointwise_forward(int kind, mp_tensor *xf, mp_tensor *tf, int reduction,
-                                   mp_dtype dt, mp_tensor **out)
+static mp_status pointwise_forward(int kind, float b, mp_tensor *xf, mp_tensor *tf,
+                                   int reduction, mp_dtype dt, mp_tensor **out)
 {
     mp_tensor *l = NULL;
     mp_status st = mp_tensor_empty(xf->shape, xf->ndim, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &l);
@@ -136,19 +161,34 @@ static mp_status pointwise_forward(int kind, mp_tensor *xf, mp_tensor *tf, int r
     const float *x = mp_tensor_data(xf), *t = mp_tensor_data(tf);
     float *p = mp_tensor_data(l);
     int64_t numel = mp_tensor_numel(l);
-    for (int64_t i = 0; i < numel; i++) {
-        float d = x[i] - t[i];
-        p[i] = kind == LOSS_L1 ? fabsf(d) : d * d;
+    switch (kind) {     /* one loop per kind, so each vectorises */
+    case LOSS_MSE:
+        for (int64_t i = 0; i < numel; i++)
+            p[i] = loss_value(LOSS_MSE, x[i] - t[i], b);
+        break;
+    case LOSS_L1:
+        for (int64_t i = 0; i < numel; i++)
+            p[i] = loss_value(LOSS_L1, x[i] - t[i], b);
+        break;
+    default:
+        for (int64_t i = 0; i < numel; i++)
+            p[i] = loss_value(kind, x[i] - t[i], b);
+        break;
     }
     st = mp_loss_reduce(l, reduction, (double)numel, dt, out);
     mp_tensor_decref(l);
     return st;
 }
 
+static const char *const loss_names[4] = {"mse_loss", "l1_loss", "smooth_l1_loss",
+                                          "huber_loss"};
+static const char *const loss_nodes[4] = {"MseLossBackward0", "L1LossBackward0",
+                                          "SmoothL1LossBackward0", "HuberLossBackward0"};
+
 static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, int reduction,
-                                mp_tensor **out)
+                                double b, mp_tensor **out)
 {
-    const char *name = kind == LOSS_L1 ? "l1_loss" : "mse_loss";
+    const char *name = loss_names[kind];
     mp_tensor *ins[2] = {input, target}, *xf = NULL, *tf = NULL;
     mp_dtype dt = mp_result_type(ins, 2);
     int64_t shape[MP_MAX_DIMS];
@@ -166,13 +206,12 @@ static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, i
         return st;
     if ((st = mp_loss_dense(input, shape, nd, &xf)) == MP_OK &&
         (st = mp_loss_dense(target, shape, nd, &tf)) == MP_OK)
-        st = pointwise_forward(kind, xf, tf, reduction, dt, out);
+        st = pointwise_forward(kind, (float)b, xf, tf, reduction, dt, out);
     mp_tensor_decref(xf);
     mp_tensor_decref(tf);
     mp_node *node = NULL;
     if (st == MP_OK)
-        st = mp_autograd_record(kind == LOSS_L1 ? "L1LossBackward0" : "MseLossBackward0",
-                                pointwise_backward, ins, 2, out, 1, &node);
+        st = mp_autograd_record(loss_nodes[kind], pointwise_backward, ins, 2, out, 1, &node);
     if (st == MP_OK && node) {
         node->iargs[0] = reduction;
         node->iargs[1] = kind;
@@ -180,6 +219,7 @@ static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, i
         for (int d = 0; d < nd; d++)
             numel *= shape[d];
         node->fargs[0] = (double)numel;
+        node->fargs[1] = b;
         if ((st = mp_node_save(node, 0, input)) == MP_OK)
             st = mp_node_save(node, 1, target);
     }
@@ -192,12 +232,34 @@ static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, i
 
 mp_status mp_op_mse_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
-    return pointwise_loss(LOSS_MSE, input, target, reduction, out);
+    return pointwise_loss(LOSS_MSE, input, target, reduction, 0.0, out);
 }
 
 mp_status mp_op_l1_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
-    return pointwise_loss(LOSS_L1, input, target, reduction, out);
+    return pointwise_loss(LOSS_L1, input, target, reduction, 0.0, out);
+}
+
+mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reduction,
+                               double beta, mp_tensor **out)
+{
+    *out = NULL;
+    if (beta < 0.0)
+        return mp_error(MP_ERR_RUNTIME, "smooth_l1_loss does not support negative values for "
+                        "beta.");
+    if (beta == 0.0)    /* torch: beta 0 is l1_loss (the quadratic piece is empty) */
+        return pointwise_loss(LOSS_L1, input, target, reduction, 0.0, out);
+    return pointwise_loss(LOSS_SMOOTH_L1, input, target, reduction, beta, out);
+}
+
+mp_status mp_op_huber_loss(mp_tensor *input, mp_tensor *target, int reduction, double delta,
+                           mp_tensor **out)
+{
+    *out = NULL;
+    if (!(delta > 0.0))
+        return mp_error(MP_ERR_RUNTIME, "huber_loss does not support non-positive values for "
+                        "delta.");
+    return pointwise_loss(LOSS_HUBER, input, target, reduction, delta, out);
 }
 
 /* ---- binary_cross_entropy_with_logits ---- */

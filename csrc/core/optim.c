@@ -1,12 +1,14 @@
-/* optim.c - fused multi-tensor optimizer steps (SGD; Adam/AdamW with a decay-mode flag).
- * One call walks every tensor of a param group in chunks: fp16/bf16 weights and grads are
- * widened into small fp32 buffers, fp32 ones are used in place, the shared one-element body
- * runs on fp32, and the result is rounded back (to nearest even, or stochastically for bf16).
- * Does not own the step counters or hyper-parameter bookkeeping (mpamp/optim does). */
+/* optim.c - fused multi-tensor optimizer steps (SGD; Adam/AdamW with a decay-mode flag;
+ * RMSprop, Adagrad, Adadelta). One call walks every tensor of a param group in chunks:
+ * fp16/bf16 weights and grads are widened into small fp32 buffers, fp32 ones are used in
+ * place, the shared one-element body runs on fp32, and the result is rounded back (to nearest
+ * even, or stochastically for bf16). Does not own the step counters or hyper-parameter
+ * bookkeeping (mpamp/optim does). */
 
 #include "optim.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "random.h"
 #include "../cpu/dispatch.h"
@@ -316,4 +318,91 @@ mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor *
     if (h->amsgrad && !vmax)
         return mp_error(MP_ERR_VALUE, "fused adam step: amsgrad needs max_exp_avg_sq tensors");
     return run_group(g, st, 3, adam_span, adam_fast, h, blocks_used);
+}
+
+/* ---- RMSprop, Adagrad, Adadelta: scalar loops over the shared bodies (the oracle), or the
+ * AVX2 spans of cpu/optim_avx2.c (the scalar loops do not vectorise: sqrtf keeps errno) ---- */
+
+static void rmsprop_span(float *p, const float *g, float **st, int64_t n, float inv,
+                         const void *hyper)
+{
+    const mp_rmsprop_hyper *h = (const mp_rmsprop_hyper *)hyper;
+    float ga_scratch[CHUNK], buf_scratch[CHUNK];
+    float *sq = st[0], *ga = st[1], *buf = st[2];
+#if defined(__x86_64__) || defined(_M_X64)
+    if (mp_cpu()->isa >= MP_ISA_AVX2) {
+        mp_rmsprop_span_avx2(p, g, sq, ga, buf, n, inv, h);
+        return;
+    }
+#endif
+    if (!ga) {                      /* the body always writes both: give it zeroed scratch */
+        memset(ga_scratch, 0, sizeof(float) * (size_t)n);
+        ga = ga_scratch;
+    }
+    if (!buf) {
+        memset(buf_scratch, 0, sizeof(float) * (size_t)n);
+        buf = buf_scratch;
+    }
+    for (int64_t i = 0; i < n; i++)
+        p[i] = mp_rmsprop_update(p[i], g[i] * inv, &sq[i], &ga[i], &buf[i], h);
+}
+
+mp_status mp_optim_rmsprop_step(const mp_optim_group *g, mp_tensor **sq, mp_tensor **ga,
+                                mp_tensor **bufs, const mp_rmsprop_hyper *h,
+                                uint64_t *blocks_used)
+{
+    if (!sq || (h->centered && !ga) || (h->momentum > 0.0f && !bufs))
+        return mp_error(MP_ERR_VALUE, "fused rmsprop step: missing state tensors (square_avg, "
+                        "grad_avg when centered, momentum_buffer when momentum > 0)");
+    mp_tensor **const st[3] = {sq, h->centered ? ga : NULL, h->momentum > 0.0f ? bufs : NULL};
+    return run_group(g, st, 3, rmsprop_span, NULL, h, blocks_used);
+}
+
+static void adagrad_span(float *p, const float *g, float **st, int64_t n, float inv,
+                         const void *hyper)
+{
+    const mp_adagrad_hyper *h = (const mp_adagrad_hyper *)hyper;
+    float *sum = st[0];
+#if defined(__x86_64__) || defined(_M_X64)
+    if (mp_cpu()->isa >= MP_ISA_AVX2) {
+        mp_adagrad_span_avx2(p, g, sum, n, inv, h);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++)
+        p[i] = mp_adagrad_update(p[i], g[i] * inv, &sum[i], h);
+}
+
+mp_status mp_optim_adagrad_step(const mp_optim_group *g, mp_tensor **sums,
+                                const mp_adagrad_hyper *h, uint64_t *blocks_used)
+{
+    mp_tensor **const st[3] = {sums, NULL, NULL};
+    if (!sums)
+        return mp_error(MP_ERR_VALUE, "fused adagrad step: missing state tensors (sum)");
+    return run_group(g, st, 1, adagrad_span, NULL, h, blocks_used);
+}
+
+static void adadelta_span(float *p, const float *g, float **st, int64_t n, float inv,
+                          const void *hyper)
+{
+    const mp_adadelta_hyper *h = (const mp_adadelta_hyper *)hyper;
+    float *sq = st[0], *acc = st[1];
+#if defined(__x86_64__) || defined(_M_X64)
+    if (mp_cpu()->isa >= MP_ISA_AVX2) {
+        mp_adadelta_span_avx2(p, g, sq, acc, n, inv, h);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++)
+        p[i] = mp_adadelta_update(p[i], g[i] * inv, &sq[i], &acc[i], h);
+}
+
+mp_status mp_optim_adadelta_step(const mp_optim_group *g, mp_tensor **sq, mp_tensor **acc,
+                                 const mp_adadelta_hyper *h, uint64_t *blocks_used)
+{
+    mp_tensor **const st[3] = {sq, acc, NULL};
+    if (!sq || !acc)
+        return mp_error(MP_ERR_VALUE, "fused adadelta step: missing state tensors "
+                        "(square_avg, acc_delta)");
+    return run_group(g, st, 2, adadelta_span, NULL, h, blocks_used);
 }

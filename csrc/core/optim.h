@@ -41,4 +41,14 @@ mp_status mp_optim_sgd_step(const mp_optim_group *g, mp_tensor **bufs, int first
 mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor **v,
                              mp_tensor **vmax, const mp_adam_hyper *h, uint64_t *blocks_used);
 
+/* RMSprop: sq (square_avg) always; ga (grad_avg) when centered, bufs (momentum_buffer) when
+ * momentum > 0, else NULL. */
+mp_status mp_optim_rmsprop_step(const mp_optim_group *g, mp_tensor **sq, mp_tensor **ga,
+                                mp_tensor **bufs, const mp_rmsprop_hyper *h,
+                                uint64_t *blocks_used);
+mp_status mp_optim_adagrad_step(const mp_optim_group *g, mp_tensor **sums,
+                                const mp_adagrad_hyper *h, uint64_t *blocks_used);
+mp_status mp_optim_adadelta_step(const mp_optim_group *g, mp_tensor **sq, mp_tensor **acc,
+                                 const mp_adadelta_hyper *h, uint64_t *blocks_used);
+
 #endif

@@ -1,8 +1,9 @@
-/* optim_avx2.c - AVX2 driver of the Adam/AdamW body (shared/mp_optim.h), eight lanes at a time,
- * with bf16 grads read and bf16 weights written in the same pass (fp32-master case).
- * Same operations in the same order as mp_adam_update, no FMA, and the bf16 conversions of
- * mp_half.h, so results are bit-identical to the scalar loop (tests compare them); the tail
- * goes through the scalar body. Flags are loop-invariant. */
+/* optim_avx2.c - AVX2 drivers of the Adam/AdamW, RMSprop, Adagrad and Adadelta bodies
+ * (shared/mp_optim.h), eight lanes at a time; Adam's also reads bf16 grads and writes bf16
+ * weights in the same pass (fp32-master case). Same operations in the same order as the
+ * bodies, no FMA, and the bf16 conversions of mp_half.h, so results are bit-identical to the
+ * scalar loops (tests compare them); tails go through the scalar bodies. Flags are
+ * loop-invariant. */
 #include <immintrin.h>
 
 #include "optim_kernels.h"
@@ -107,4 +108,103 @@ void mp_adam_span_avx2(float *p, const float *g, const mp_bf16 *g16, float *m, f
         if (out16)
             out16[i] = mp_f32_to_bf16(p[i]);
     }
+}
+
+/* ---- RMSprop, Adagrad, Adadelta: fp32 spans (the drivers widen fp16/bf16 first). The
+ * scalar loops over their bodies do not vectorise (sqrtf keeps errno), so these do it with
+ * the same operations in the same order; the tail goes through the scalar body. ---- */
+
+typedef struct {
+    __m256 inv, wd, sign;
+    int maximize, decay;
+} grad_prep;
+
+static grad_prep prep(float inv, float wd, int maximize)
+{
+    grad_prep c = {_mm256_set1_ps(inv), _mm256_set1_ps(wd), _mm256_set1_ps(-0.0f), maximize,
+                   wd != 0.0f};
+    return c;
+}
+
+/* g * inv, negated for maximize, plus wd * p: the bodies' first two lines */
+static __m256 prep_grad(const grad_prep *c, const float *g, __m256 pv)
+{
+    __m256 gv = _mm256_mul_ps(_mm256_loadu_ps(g), c->inv);
+    gv = sel(c->maximize, _mm256_xor_ps(gv, c->sign), gv);
+    return sel(c->decay, _mm256_add_ps(gv, _mm256_mul_ps(c->wd, pv)), gv);
+}
+
+void mp_rmsprop_span_avx2(float *p, const float *g, float *sq, float *ga, float *buf, int64_t n,
+                          float inv, const mp_rmsprop_hyper *h)
+{
+    const grad_prep c = prep(inv, h->weight_decay, h->maximize);
+    const __m256 alpha = _mm256_set1_ps(h->alpha), oma = _mm256_set1_ps(h->one_minus_alpha);
+    const __m256 omw = _mm256_set1_ps(1.0f - h->one_minus_alpha), eps = _mm256_set1_ps(h->eps);
+    const __m256 mom = _mm256_set1_ps(h->momentum), nlr = _mm256_set1_ps(-h->lr);
+    const int low_w = h->one_minus_alpha < 0.5f, centered = h->centered && ga;
+    const int use_buf = h->momentum > 0.0f && buf;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 pv = _mm256_loadu_ps(p + i), gv = prep_grad(&c, g + i, pv);
+        __m256 s = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(sq + i), alpha),
+                                 _mm256_mul_ps(_mm256_mul_ps(oma, gv), gv));
+        _mm256_storeu_ps(sq + i, s);
+        if (centered) {
+            __m256 a = _mm256_loadu_ps(ga + i), d = _mm256_sub_ps(gv, a);
+            a = low_w ? _mm256_add_ps(a, _mm256_mul_ps(oma, d))
+                      : _mm256_sub_ps(gv, _mm256_mul_ps(d, omw));
+            _mm256_storeu_ps(ga + i, a);
+            s = _mm256_sub_ps(s, _mm256_mul_ps(a, a));
+        }
+        __m256 q = _mm256_div_ps(gv, _mm256_add_ps(_mm256_sqrt_ps(s), eps));
+        if (use_buf) {
+            q = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(buf + i), mom), q);
+            _mm256_storeu_ps(buf + i, q);
+        }
+        _mm256_storeu_ps(p + i, _mm256_add_ps(pv, _mm256_mul_ps(nlr, q)));
+    }
+    float s1 = 0.0f, s2 = 0.0f;
+    for (; i < n; i++)
+        p[i] = mp_rmsprop_update(p[i], g[i] * inv, &sq[i], centered ? &ga[i] : &s1,
+                                 use_buf ? &buf[i] : &s2, h);
+}
+
+void mp_adagrad_span_avx2(float *p, const float *g, float *sum, int64_t n, float inv,
+                          const mp_adagrad_hyper *h)
+{
+    const grad_prep c = prep(inv, h->weight_decay, h->maximize);
+    const __m256 eps = _mm256_set1_ps(h->eps), nclr = _mm256_set1_ps(-h->clr);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 pv = _mm256_loadu_ps(p + i), gv = prep_grad(&c, g + i, pv);
+        __m256 s = _mm256_add_ps(_mm256_loadu_ps(sum + i), _mm256_mul_ps(gv, gv));
+        _mm256_storeu_ps(sum + i, s);
+        __m256 q = _mm256_div_ps(gv, _mm256_add_ps(_mm256_sqrt_ps(s), eps));
+        _mm256_storeu_ps(p + i, _mm256_add_ps(pv, _mm256_mul_ps(nclr, q)));
+    }
+    for (; i < n; i++)
+        p[i] = mp_adagrad_update(p[i], g[i] * inv, &sum[i], h);
+}
+
+void mp_adadelta_span_avx2(float *p, const float *g, float *sq, float *acc, int64_t n,
+                           float inv, const mp_adadelta_hyper *h)
+{
+    const grad_prep c = prep(inv, h->weight_decay, h->maximize);
+    const __m256 rho = _mm256_set1_ps(h->rho), omr = _mm256_set1_ps(h->one_minus_rho);
+    const __m256 eps = _mm256_set1_ps(h->eps), nlr = _mm256_set1_ps(-h->lr);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 pv = _mm256_loadu_ps(p + i), gv = prep_grad(&c, g + i, pv);
+        __m256 s = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(sq + i), rho),
+                                 _mm256_mul_ps(_mm256_mul_ps(omr, gv), gv));
+        _mm256_storeu_ps(sq + i, s);
+        __m256 a = _mm256_loadu_ps(acc + i);
+        __m256 d = _mm256_mul_ps(_mm256_div_ps(_mm256_sqrt_ps(_mm256_add_ps(a, eps)),
+                                               _mm256_sqrt_ps(_mm256_add_ps(s, eps))), gv);
+        _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_mul_ps(a, rho),
+                                                _mm256_mul_ps(_mm256_mul_ps(omr, d), d)));
+        _mm256_storeu_ps(p + i, _mm256_add_ps(pv, _mm256_mul_ps(nlr, d)));
+    }
+    for (; i < n; i++)
+        p[i] = mp_adadelta_update(p[i], g[i] * inv, &sq[i], &acc[i], h);
 }

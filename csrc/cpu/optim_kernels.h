@@ -1,6 +1,7 @@
-/* optim_kernels.h - vector drivers of the optimizer bodies in shared/mp_optim.h, one per ISA
- * file (optim_avx2.c). They must give bit-identical results to the scalar loop over the body
- * (no FMA contraction, same operation order); csrc/core/optim.c picks them by mp_cpu()->isa. */
+/* optim_kernels.h - vector drivers of the optimizer bodies in shared/mp_optim.h (Adam/AdamW,
+ * RMSprop, Adagrad, Adadelta), one per ISA file (optim_avx2.c). They must give bit-identical
+ * results to the scalar loop over the body (no FMA contraction, same operation order);
+ * csrc/core/optim.c picks them by mp_cpu()->isa. */
 #ifndef MP_CPU_OPTIM_KERNELS_H
 #define MP_CPU_OPTIM_KERNELS_H
 
@@ -12,5 +13,14 @@
 void mp_adam_span_avx2(float *p, const float *g, const mp_bf16 *g16, float *m, float *v,
                        float *vmax, mp_bf16 *out16, int64_t n, float inv,
                        const mp_adam_hyper *h);
+
+/* fp32 spans of RMSprop (ga, buf may be NULL when unused), Adagrad and Adadelta: the scalar
+ * body's results, eight lanes at a time (grad[i] * inv first, as the scalar drivers). */
+void mp_rmsprop_span_avx2(float *p, const float *g, float *sq, float *ga, float *buf, int64_t n,
+                          float inv, const mp_rmsprop_hyper *h);
+void mp_adagrad_span_avx2(float *p, const float *g, float *sum, int64_t n, float inv,
+                          const mp_adagrad_hyper *h);
+void mp_adadelta_span_avx2(float *p, const float *g, float *sq, float *acc, int64_t n,
+                           float inv, const mp_adadelta_hyper *h);
 
 #endif

@@ -1,5 +1,6 @@
 /* mp_optim.h - one-element bodies of loss scaling and of the optimizer updates (SGD; Adam and
- * AdamW sharing one body with an L2-vs-decoupled flag), plus bf16 stochastic rounding.
+ * AdamW sharing one body with an L2-vs-decoupled flag; RMSprop, Adagrad, Adadelta), plus bf16
+ * stochastic rounding.
  * Compiled by cc (csrc/core/optim.c, scaler.c) and nvcc; all math in fp32, following the
  * order of operations of torch's single-tensor reference implementations.
  * No loops and no memory management here: the drivers walk tensors and call these. */
@@ -73,6 +74,77 @@ MP_HD float mp_adam_update(float p, float g, float *m, float *v, float *vmax,
     *vmax = vu;
     float denom = sqrtf(vu) / h->bias_correction2_sqrt + h->eps;
     return p - h->step_size * (mn / denom);
+}
+
+/* torch.lerp's two-sided form: a + w * (b - a) for w < 0.5, else b - (b - a) * (1 - w) */
+MP_HD float mp_lerp(float a, float b, float w)
+{
+    return w < 0.5f ? a + w * (b - a) : b - (b - a) * (1.0f - w);
+}
+
+typedef struct {
+    float lr, alpha, eps, weight_decay, momentum;
+    int centered, maximize;
+    float one_minus_alpha;          /* computed in double, as torch's Python scalar */
+} mp_rmsprop_hyper;
+
+/* RMSprop (torch's _single_tensor_rmsprop): returns the new parameter. sq is square_avg;
+ * ga (grad_avg, read when centered) and buf (momentum_buffer, read when momentum > 0) are
+ * always written, so drivers pass scratch memory for the unused ones.
+ *   sq = sq * alpha + (1 - alpha) * g * g;  ga = lerp(ga, g, 1 - alpha)
+ *   avg = sqrt(centered ? sq - ga * ga : sq) + eps
+ *   momentum: buf = buf * momentum + g / avg; p -= lr * buf;  else p -= lr * (g / avg) */
+MP_HD float mp_rmsprop_update(float p, float g, float *sq, float *ga, float *buf,
+                              const mp_rmsprop_hyper *h)
+{
+    g = h->maximize ? -g : g;
+    g = h->weight_decay != 0.0f ? g + h->weight_decay * p : g;
+    float s = *sq * h->alpha + h->one_minus_alpha * g * g;
+    float a = mp_lerp(*ga, g, h->one_minus_alpha);
+    *sq = s;
+    *ga = a;
+    float avg = sqrtf(h->centered ? s + (-1.0f * a) * a : s) + h->eps;
+    float b = *buf * h->momentum + g / avg;
+    *buf = b;
+    return h->momentum > 0.0f ? p + (-h->lr) * b : p + (-h->lr) * (g / avg);
+}
+
+typedef struct {
+    float clr;                      /* lr / (1 + (step - 1) * lr_decay), computed in double */
+    float weight_decay, eps;
+    int maximize;
+} mp_adagrad_hyper;
+
+/* Adagrad (torch's _single_tensor_adagrad, dense gradients): sum += g * g;
+ * p -= clr * g / (sqrt(sum) + eps). */
+MP_HD float mp_adagrad_update(float p, float g, float *sum, const mp_adagrad_hyper *h)
+{
+    g = h->maximize ? -g : g;
+    g = h->weight_decay != 0.0f ? g + h->weight_decay * p : g;
+    float s = *sum + g * g;
+    *sum = s;
+    return p + (-h->clr) * (g / (sqrtf(s) + h->eps));
+}
+
+typedef struct {
+    float lr, rho, eps, weight_decay;
+    int maximize;
+    float one_minus_rho;            /* computed in double */
+} mp_adadelta_hyper;
+
+/* Adadelta (torch's _single_tensor_adadelta):
+ *   sq = sq * rho + (1 - rho) * g * g;  delta = sqrt(acc + eps) / sqrt(sq + eps) * g
+ *   acc = acc * rho + (1 - rho) * delta * delta;  p -= lr * delta */
+MP_HD float mp_adadelta_update(float p, float g, float *sq, float *acc,
+                               const mp_adadelta_hyper *h)
+{
+    g = h->maximize ? -g : g;
+    g = h->weight_decay != 0.0f ? g + h->weight_decay * p : g;
+    float s = *sq * h->rho + h->one_minus_rho * g * g;
+    *sq = s;
+    float delta = sqrtf(*acc + h->eps) / sqrtf(s + h->eps) * g;
+    *acc = *acc * h->rho + h->one_minus_rho * delta * delta;
+    return p + (-h->lr) * delta;
 }
 
 /* Rounds x to bf16 stochastically: adds 16 random low bits before truncation, so the result

@@ -7,6 +7,8 @@ signatures already agree (linear) the op itself is exported.
 import warnings
 
 import mpamp as _mp
+from ._functional_extra import *  # noqa: F401,F403 - losses, pad, one_hot, normalize, ...
+from ._functional_extra import __all__ as _extra_all
 
 from ._functional_cnn import *  # noqa: F401,F403 - conv, pooling, batch/group norm
 from ._functional_cnn import __all__ as _cnn_all
@@ -20,6 +22,7 @@ from ._functional_attention import *  # noqa: E402,F401,F403 - sdpa, rms_norm
 from ._functional_attention import __all__ as _attention_all  # noqa: E402
 
 __all__ += _attention_all
+__all__ += _extra_all
 
 
 # ---- activations ----

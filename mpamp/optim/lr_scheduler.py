@@ -1,7 +1,9 @@
 """Learning-rate schedulers with torch.optim.lr_scheduler's formulas and state_dicts.
 
 StepLR, MultiStepLR, ExponentialLR, CosineAnnealingLR, LambdaLR, LinearLR, OneCycleLR use
-torch's recursive ("chainable") forms, so values match torch step for step. Difference: the
+torch's recursive ("chainable") forms, so values match torch step for step; ConstantLR,
+ReduceLROnPlateau, CyclicLR, SequentialLR and ChainedScheduler live in lr_scheduler_extra.py
+and are re-exported here. Difference: the
 "lr_scheduler.step() before optimizer.step()" warning is not raised when the optimizer step
 was skipped by a GradScaler because of inf/NaN gradients (expected in the first iterations).
 """
@@ -13,7 +15,8 @@ from collections import Counter
 from functools import wraps
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
-           "LambdaLR", "LinearLR", "OneCycleLR"]
+           "LambdaLR", "LinearLR", "OneCycleLR", "ConstantLR", "ReduceLROnPlateau", "CyclicLR",
+           "SequentialLR", "ChainedScheduler"]
 
 
 def _format_param(name, optimizer, param):
@@ -94,15 +97,17 @@ class LRScheduler:
         self._step_count += 1
         if self._step_count == 2:
             self._warn_order()
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
+        """The lr of every group at the next epoch (or at `epoch`, by the closed form when the
+        scheduler has one); SequentialLR calls this with 0 when it switches schedulers."""
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
         else:
-            warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is "
-                          "being deprecated where possible. Please use `scheduler.step()` to "
-                          "step the scheduler. During the deprecation, if epoch is different "
-                          "from None, the closed form is used instead of the new chainable "
-                          "form, where available.", UserWarning)
             self.last_epoch = epoch
             closed = getattr(self, "_get_closed_form_lr", None)
             values = closed() if closed else self.get_lr()
@@ -110,8 +115,18 @@ class LRScheduler:
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
 
+    def _initial_step(self):
+        """Restart the step count and take the first step (as in __init__)."""
+        self._step_count = 0
+        self.step()
+
 
 _LRScheduler = LRScheduler
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available.")
 
 
 class StepLR(LRScheduler):
@@ -361,3 +376,7 @@ def _phases(pct_start, total, three_phase):
     return [phase(float(pct_start * total) - 1, "initial_lr", "max_lr", "max_momentum",
                   "base_momentum"),
             phase(total - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+
+
+from .lr_scheduler_extra import (ChainedScheduler, ConstantLR, CyclicLR,  # noqa: E402,F401
+                                 ReduceLROnPlateau, SequentialLR)

@@ -7,7 +7,12 @@ from .dropout import Dropout
 from .flatten import Flatten
 from .groupnorm import GroupNorm
 from .linear import Identity, Linear
-from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss, NLLLoss
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                   MSELoss, NLLLoss, SmoothL1Loss)
+from .activation_param import LeakyReLU, Softplus
+from .distance import CosineSimilarity
+from .padding import __all__ as _padding_all
+from .padding import *  # noqa: F401,F403
 from .module import Module
 from .normalization import LayerNorm
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
@@ -19,7 +24,8 @@ __all__ = ["Module", "Identity", "Linear", "Flatten", "ReLU", "GELU", "SiLU", "T
            "Sequential", "ModuleList", "ModuleDict", "L1Loss", "MSELoss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
            "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
-           "BatchNorm2d", "GroupNorm"]
+           "BatchNorm2d", "GroupNorm", "SmoothL1Loss", "HuberLoss", "BCELoss",
+           "KLDivLoss", "LeakyReLU", "Softplus", "CosineSimilarity"] + _padding_all
 from .normalization_rms import RMSNorm  # noqa: E402 - attention part (issue 13)
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: E402,E501
 
