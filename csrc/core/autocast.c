@@ -46,6 +46,10 @@ static const struct {
     [MP_AC_OP_SUM] = {"sum", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_CAT] = {"cat", MP_AC_PROMOTE, MP_AC_NONE},
     [MP_AC_OP_STACK] = {"stack", MP_AC_PROMOTE, MP_AC_NONE},
+    /* CUDA promotes index_put and scatter_add; CPU promotes index_copy (torch's lists) */
+    [MP_AC_OP_INDEX_PUT] = {"index_put", MP_AC_NONE, MP_AC_PROMOTE},
+    [MP_AC_OP_SCATTER_ADD] = {"scatter_add", MP_AC_NONE, MP_AC_PROMOTE},
+    [MP_AC_OP_INDEX_COPY] = {"index_copy", MP_AC_PROMOTE, MP_AC_NONE},
 };
 
 int mp_autocast_enabled(mp_device dev) { return ac_enabled[dev]; }
