@@ -161,7 +161,7 @@ def roll(input, shifts, dims=None):  # noqa: A002
         n = out.shape[d] if out.ndim else 1
         s = _int(s) % n if n else 0
         if s:
-            out = _C._cat((out.narrow(d, n - s, s), out.narrow(d, 0, n - s)), d)
+            out = _C._cat((out.narrow(d, n - s, s), out.narrow(d, 0, n - s)), d, False)
     return out.clone() if out is input else out
 
 

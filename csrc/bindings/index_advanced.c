@@ -75,11 +75,14 @@ static int seq_leaf(mp_state *s, PyObject *o, seq_buf *b)
     return push_value(b, v);
 }
 
+/* Nested lists/tuples: the first path down fixes the shape (frozen at the first leaf or
+ * empty sequence); everything after must match it. */
 static int seq_walk(mp_state *s, PyObject *o, int depth, seq_buf *b)
 {
     int is_seq = PyList_Check(o) || PyTuple_Check(o);
-    if (!is_seq || b->frozen) {
-        if (is_seq || depth != b->ndim) {
+    int can_grow = !b->frozen && depth == b->ndim;
+    if (!is_seq || (depth >= b->ndim && !can_grow)) {
+        if (is_seq || (b->frozen && depth != b->ndim)) {
             PyErr_Format(PyExc_ValueError, "expected a regular nested sequence of indices "
                          "(ragged at dim %d)", depth);
             return -1;
@@ -88,7 +91,7 @@ static int seq_walk(mp_state *s, PyObject *o, int depth, seq_buf *b)
         return seq_leaf(s, o, b);
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-    if (depth == b->ndim) {
+    if (can_grow) {
         if (depth == MP_MAX_DIMS) {
             PyErr_Format(PyExc_ValueError, "index sequences may have at most %d dimensions",
                          MP_MAX_DIMS);

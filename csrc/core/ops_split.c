@@ -3,10 +3,12 @@
  * for outputs that got none, into one tensor of the input's shape), flip (a copy: mpamp has
  * no negative strides in user tensors, but a copy may read through one), and the linspace,
  * eye and repeat_interleave(repeats) factories. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../shared/mp_half.h"
 #include "elementwise.h"
 #include "ops.h"
 #include "ops_index.h"
@@ -182,6 +184,36 @@ mp_status mp_op_flip(mp_tensor *a, uint32_t dim_mask, mp_tensor **out)
 
 /* ---- factories ---- */
 
+/* v rounded to dt (fp16/bf16 arithmetic is emulated one rounded fp32 op at a time) */
+static float round_to(mp_dtype dt, float v)
+{
+    if (dt == MP_DTYPE_FLOAT16)
+        return mp_half_to_f32(mp_f32_to_half(v));
+    if (dt == MP_DTYPE_BFLOAT16)
+        return mp_bf16_to_f32(mp_f32_to_bf16(v));
+    return v;
+}
+
+/* Value i of torch's linspace: from start below the middle, from end above it (so both ends
+ * are exact); fp32 steps with one rounding per value (torch's vector kernel uses fma), fp16 and
+ * bf16 round after every operation (torch computes in those types), int64 in double from
+ * the ends converted to int64. */
+static double linspace_at(double start, double end, int64_t steps, int64_t i, mp_dtype dt)
+{
+    int64_t half = steps > 1 ? steps / 2 : 1, k = i < half ? i : steps - 1 - i;
+    if (!mp_dtype_is_float(dt)) {      /* the ends are converted first, as torch */
+        start = trunc(start), end = trunc(end);
+        double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0.0;
+        return i < half ? start + step * (double)k : end - step * (double)k;
+    }
+    float fs = round_to(dt, (float)start), fe = round_to(dt, (float)end), fk = (float)k;
+    float step = steps > 1 ? round_to(dt, round_to(dt, fe - fs) / (float)(steps - 1)) : 0.0f;
+    if (dt == MP_DTYPE_FLOAT32)
+        return i < half ? fmaf(step, fk, fs) : fmaf(-step, fk, fe);
+    return i < half ? round_to(dt, fs + round_to(dt, step * fk))
+                    : round_to(dt, fe - round_to(dt, step * fk));
+}
+
 mp_status mp_op_linspace(double start, double end, int64_t steps, mp_dtype dt,
                          mp_tensor **out)
 {
@@ -192,18 +224,8 @@ mp_status mp_op_linspace(double start, double end, int64_t steps, mp_dtype dt,
         return st;
     char *p = mp_tensor_data(*out);
     size_t isz = mp_dtype_size(dt);
-    int64_t half = steps / 2;
-    /* torch's two halves: from start below the middle, from end above it, so both ends are
-     * exact; float dtypes step in fp32 as torch's kernel does */
-    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0.0;
-    float fstep = steps > 1 ? (float)(end - start) / (float)(steps - 1) : 0.0f;
     for (int64_t i = 0; i < steps; i++) {
-        mp_scalar v = {0.0, 0, 0};
-        if (mp_dtype_is_float(dt))
-            v.f = i < half ? (float)start + fstep * (float)i
-                           : (float)end - fstep * (float)(steps - 1 - i);
-        else
-            v.f = i < half ? start + step * (double)i : end - step * (double)(steps - 1 - i);
+        mp_scalar v = {linspace_at(start, end, steps, i, dt), 0, 0};
         mp_store_scalar(dt, p + (size_t)i * isz, v);
     }
     return MP_OK;
