@@ -250,6 +250,10 @@ def _empty(*args: Any, **kwargs: Any) -> Any:
     """_empty(shape, dtype): uninitialised tensor"""
 def _empty_cache(*args: Any, **kwargs: Any) -> Any:
     """Return cached blocks to the system"""
+def _eye(*args: Any, **kwargs: Any) -> Any:
+    """_eye(n, m, dtype)"""
+def _flip(*args: Any, **kwargs: Any) -> Any:
+    """_flip(t, dims)"""
 def _from_buffer(*args: Any, **kwargs: Any) -> Any:
     """_from_buffer(obj, bits_are_bf16) -> (tensor sharing obj's memory, readonly)"""
 def _from_dlpack(*args: Any, **kwargs: Any) -> Any:
@@ -260,6 +264,8 @@ def _fused_adam_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor Adam/AdamW step"""
 def _fused_sgd_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor SGD step"""
+def _gather(*args: Any, **kwargs: Any) -> Any:
+    """_gather(t, dim, index, wrap_negative)"""
 def _gemm(*args: Any, **kwargs: Any) -> Any:
     """Test hook: the GEMM at one ISA level with an epilogue"""
 def _gemm_buffer_allocs(*args: Any, **kwargs: Any) -> Any:
@@ -272,6 +278,18 @@ def _get_isa(*args: Any, **kwargs: Any) -> Any:
     """ISA level in use"""
 def _grad(*args: Any, **kwargs: Any) -> Any:
     """Gradients of outputs with respect to inputs (autograd.grad)"""
+def _index(*args: Any, **kwargs: Any) -> Any:
+    """input[indices] (advanced indexing)"""
+def _index_add(*args: Any, **kwargs: Any) -> Any:
+    """_index_add(t, dim, index, source, alpha, inplace)"""
+def _index_copy(*args: Any, **kwargs: Any) -> Any:
+    """_index_copy(t, dim, index, source, unused, inplace)"""
+def _index_fill(*args: Any, **kwargs: Any) -> Any:
+    """_index_fill(t, dim, index, value, unused, inplace)"""
+def _index_put(*args: Any, **kwargs: Any) -> Any:
+    """_index_put(t, indices, values, accumulate, inplace)"""
+def _index_select(*args: Any, **kwargs: Any) -> Any:
+    """_index_select(t, dim, index)"""
 def _is_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Weight-cast cache flag"""
 def _is_autocast_enabled(*args: Any, **kwargs: Any) -> Any:
@@ -280,6 +298,8 @@ def _layer_norm(*args: Any, **kwargs: Any) -> Any:
     """_layer_norm(input, normalized_shape, weight, bias, eps)"""
 def _linear(*args: Any, **kwargs: Any) -> Any:
     """_linear(input, weight, bias or None)"""
+def _linspace(*args: Any, **kwargs: Any) -> Any:
+    """_linspace(start, end, steps, dtype)"""
 def _matmul(*args: Any, **kwargs: Any) -> Any:
     """_matmul(input, other)"""
 def _max(*args: Any, **kwargs: Any) -> Any:
@@ -288,8 +308,12 @@ def _memoryview(*args: Any, **kwargs: Any) -> Any:
     """_memoryview(tensor) -> memoryview of its elements (bfloat16 as 'H' bits)"""
 def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
+def _narrow(*args: Any, **kwargs: Any) -> Any:
+    """_narrow(t, dim, start, length)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
     """_nll_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_softmax)"""
+def _nonzero(*args: Any, **kwargs: Any) -> Any:
+    """Coordinates of the non-zero elements"""
 def _pointwise_loss(*args: Any, **kwargs: Any) -> Any:
     """_pointwise_loss(kind, input, target, reduction): mse (0) or l1 (1)"""
 def _random_(*args: Any, **kwargs: Any) -> Any:
@@ -300,6 +324,12 @@ def _reduce(*args: Any, **kwargs: Any) -> Any:
     """_reduce(kind, input, dim, keepdim, dtype)"""
 def _register(*args: Any, **kwargs: Any) -> Any:
     """Register the Python Tensor, Size and cpu device objects"""
+def _repeat_index(*args: Any, **kwargs: Any) -> Any:
+    """_repeat_index(repeats, output_size)"""
+def _scatter(*args: Any, **kwargs: Any) -> Any:
+    """_scatter(t, dim, index, src_or_value, reduce, inplace)"""
+def _scatter_add(*args: Any, **kwargs: Any) -> Any:
+    """_scatter_add(t, dim, index, src, inplace)"""
 def _set_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Set the cache flag"""
 def _set_autocast_dtype(*args: Any, **kwargs: Any) -> Any:
@@ -314,8 +344,12 @@ def _set_grad_enabled(*args: Any, **kwargs: Any) -> Any:
     """Set this thread's grad mode"""
 def _softmax(*args: Any, **kwargs: Any) -> Any:
     """_softmax(input, dim, log, dtype)"""
+def _split(*args: Any, **kwargs: Any) -> Any:
+    """_split(t, split_size_or_sections, dim)"""
 def _supported_isas(*args: Any, **kwargs: Any) -> Any:
     """All ISA levels this CPU can run"""
+def _unbind(*args: Any, **kwargs: Any) -> Any:
+    """_unbind(t, dim)"""
 def _vmath_with_isa(*args: Any, **kwargs: Any) -> Any:
     """Test hook: one vector math kernel of one ISA level on a float32 tensor"""
 def _where(*args: Any, **kwargs: Any) -> Any:

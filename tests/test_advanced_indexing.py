@@ -411,3 +411,56 @@ def test_index_backward_rechecks_indices_changed_in_place():
         z = x[mpamp.tensor([1])].sum()
         z.backward()
         z.backward()
+
+
+def test_rank_limits():
+    x = mpamp.zeros([1] * 16)
+    assert x[mpamp.tensor([0])].shape == (1,) * 16
+    with pytest.raises(IndexError, match="indexing: the result would have 17 dimensions "
+                                         r"\(at most 16 are supported\)"):
+        x[mpamp.tensor([[0]])]
+    with pytest.raises(IndexError, match="indexing: at most 16 dimensions, counting one for "
+                                         "each 0-dim bool index"):
+        x[True]
+
+
+def test_no_leaks_in_indexing_churn():
+    import gc
+    import tracemalloc
+    stats = mpamp.backends.cpu.allocator_stats
+
+    def churn():
+        for _ in range(60):
+            x = mpamp.randn(6, 5, requires_grad=True)
+            m = mpamp.tensor(np.arange(30).reshape(6, 5) % 3 == 0)
+            y = x[[0, 2, 2]].sum() + x[:, [-1]].sum() + x[m].sum() + x[1:, None, [1, 0]].sum()
+            y = y + x.gather(1, mpamp.tensor([[0, 4]] * 6)).sum() + x.index_select(
+                0, mpamp.tensor([5, 0])).sum() + x.scatter(1, mpamp.tensor([[1]] * 6), 2.0).sum()
+            y = y + sum(p.sum() for p in x.split(2, 1)) + sum(r.sum() for r in x.unbind())
+            y = y + x.flip([0]).sum() + x.index_put((mpamp.tensor([1]),), mpamp.ones(5)).sum()
+            y = y + x.index_add(0, mpamp.tensor([1]), mpamp.ones(1, 5)).sum()
+            y.backward()
+            z = x.detach().clone()
+            z[m] = -1.0
+            z[[0, 1], 1:] = mpamp.ones(4)
+            z.index_put_((mpamp.tensor([0, 0]),), mpamp.ones(5), accumulate=True)
+            mpamp.nonzero(z, as_tuple=True)
+            for bad in (lambda: z[[9]], lambda: z[mpamp.tensor([True])],
+                        lambda: z.gather(1, mpamp.tensor([[7]])),
+                        lambda: z.split([1, 1]), lambda: z[[0, 1], [0, 1, 2]]):
+                try:
+                    bad()
+                except (IndexError, RuntimeError):
+                    pass
+    churn()
+    gc.collect()
+    tracemalloc.start()
+    snap1 = tracemalloc.take_snapshot()
+    base = stats()["in_use_bytes"]
+    churn()
+    gc.collect()
+    snap2 = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    growth = sum(s.size_diff for s in snap2.compare_to(snap1, "filename"))
+    assert growth < 20_000, growth
+    assert stats()["in_use_bytes"] == base

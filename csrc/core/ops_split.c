@@ -1,8 +1,8 @@
 /* ops_split.c - split / unbind (views of one input recorded as ONE node with many outputs, as
  * torch's SplitBackward0 / UnbindBackward0: backward writes each output's gradient, or zeros
  * for outputs that got none, into one tensor of the input's shape), flip (a copy: mpamp has
- * no negative strides in user tensors, but a copy may read through one), and the linspace,
- * eye and repeat_interleave(repeats) factories. */
+ * no negative strides in user tensors, but a copy may read through one), nonzero, and the
+ * linspace, eye and repeat_interleave(repeats) factories. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,6 +179,59 @@ mp_status mp_op_flip(mp_tensor *a, uint32_t dim_mask, mp_tensor **out)
         mp_tensor_decref(*out);
         *out = NULL;
     }
+    return st;
+}
+
+/* ---- nonzero ---- */
+
+static int is_nonzero(mp_dtype dt, const char *p)
+{
+    switch (dt) {     /* by bits: -0.0 is zero, NaN is not */
+    case MP_DTYPE_FLOAT32: {
+        uint32_t b;
+        memcpy(&b, p, sizeof b);
+        return (b & 0x7fffffffu) != 0;
+    }
+    case MP_DTYPE_FLOAT16:
+    case MP_DTYPE_BFLOAT16: {
+        uint16_t b;
+        memcpy(&b, p, sizeof b);
+        return (b & 0x7fffu) != 0;
+    }
+    case MP_DTYPE_INT64: {
+        int64_t v;
+        memcpy(&v, p, sizeof v);
+        return v != 0;
+    }
+    default:
+        return *p != 0;
+    }
+}
+
+mp_status mp_op_nonzero(mp_tensor *a, mp_tensor **out)
+{
+    mp_tensor *c = NULL;
+    *out = NULL;
+    mp_status st = mp_tensor_contiguous(a, &c);
+    if (st != MP_OK)
+        return st;
+    const char *p = mp_tensor_data(c);
+    size_t isz = mp_dtype_size(a->dtype);
+    int64_t n = mp_tensor_numel(c), count = 0, pos[MP_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < n; i++)
+        count += is_nonzero(a->dtype, p + (size_t)i * isz);
+    int64_t shape[2] = {count, a->ndim};
+    st = mp_tensor_empty(shape, 2, MP_DTYPE_INT64, MP_DEVICE_CPU, out);
+    int64_t *o = st == MP_OK ? mp_tensor_data(*out) : NULL;
+    for (int64_t i = 0; o && i < n; i++) {
+        if (is_nonzero(a->dtype, p + (size_t)i * isz)) {
+            memcpy(o, pos, sizeof(int64_t) * (size_t)a->ndim);
+            o += a->ndim;
+        }
+        for (int d = a->ndim - 1; d >= 0 && ++pos[d] == a->shape[d]; d--)
+            pos[d] = 0;
+    }
+    mp_tensor_decref(c);
     return st;
 }
 
