@@ -464,3 +464,21 @@ def test_no_leaks_in_indexing_churn():
     growth = sum(s.size_diff for s in snap2.compare_to(snap1, "filename"))
     assert growth < 20_000, growth
     assert stats()["in_use_bytes"] == base
+
+
+def test_numpy_keys_follow_torch():
+    torch = pytest.importorskip("torch")
+    a = np.arange(24).reshape(2, 3, 4)
+    x, tx = mpamp.tensor(a), torch.tensor(a)
+    for key in (np.array([1, 0]), ([0, 1], slice(None), np.array(1)), np.array(1),
+                (np.int64(1), [2, 0]), np.array([True, False]), (slice(None), np.array([[0],
+                                                                                      [2]]))):
+        ref = tx[key]
+        got = x[key]
+        assert tuple(got.shape) == tuple(ref.shape)
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    y = mpamp.zeros(3)
+    y[np.array([2, 0])] = 1.0
+    assert y.tolist() == [1.0, 0.0, 1.0]
+    with pytest.raises(TypeError, match="expected a number, got list"):
+        y[[0, 1]] = [1.0, 2.0]

@@ -188,6 +188,11 @@ static int item_of(mp_state *s, PyObject *o, key_item *it)
         it->kind = IT_TENSOR;
         if (!(it->t = array_tensor(s, o)))
             return -1;
+        if (it->t->dtype == MP_DTYPE_INT64 && it->t->ndim == 0) {   /* as an int, like torch */
+            it->kind = IT_INT, it->ival = mp_tensor_get_item(it->t, 0).i;
+            mp_tensor_decref(it->t);
+            it->t = NULL;
+        }
     } else {
         PyErr_Format(PyExc_IndexError, "only integers, slices (`:`), ellipsis (`...`), None and "
                      "long or byte Variables are valid indices (got %.100s)",
