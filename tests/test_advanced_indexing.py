@@ -482,3 +482,25 @@ def test_numpy_keys_follow_torch():
     assert y.tolist() == [1.0, 0.0, 1.0]
     with pytest.raises(TypeError, match="expected a number, got list"):
         y[[0, 1]] = [1.0, 2.0]
+
+
+def test_bool_scalar_keys_backward(rng):
+    a = rng.standard_normal((2, 3)).astype(np.float32)
+    x = mpamp.tensor(a, requires_grad=True)
+    y = x[True]
+    assert y.shape == (1, 2, 3)
+    y.backward(mpamp.ones(1, 2, 3) * 2)
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0))
+    x.grad = None
+    y = x[[0, 1, 1], True, [2, 0, 0]]
+    assert y.shape == (3,)
+    y.backward(mpamp.tensor([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 1], [5, 0, 0]])
+    x.grad = None
+    x[False].sum().backward()
+    assert not x.grad.numpy().any()
+    v = mpamp.tensor([4.0], requires_grad=True)
+    z = mpamp.zeros(2, 3).index_put((mpamp.tensor([True, False]), mpamp.tensor(True)), v)
+    assert z.tolist() == [[4, 4, 4], [0, 0, 0]]
+    z.sum().backward()
+    assert v.grad.tolist() == [3.0]

@@ -404,7 +404,8 @@ def test_index_dim_errors():
         (lambda: mpamp.index_copy(x, 1, mpamp.tensor([[0]]), mpamp.ones(3, 1)), IndexError,
          r"index_copy_\(\): Index should have dimension 1 or 0 \(got 2\)"),
         (lambda: mpamp.index_copy(x, 1, mpamp.tensor([0, 1]), mpamp.ones(3, 1)), IndexError,
-         r"index_copy_\(\): Number of indices \(2\) should be equal to source.size\(dim\)"),
+         r"index_copy_\(\): Number of indices \(2\) should be equal to source.size\(dim\) "
+         r"\(1\)$"),
         (lambda: mpamp.index_fill(x, 1, mpamp.tensor([0, 7]), 1.0), IndexError,
          "index 7 is out of bounds for dimension 1 with size 4"),
         (lambda: mpamp.index_fill(x, 1, mpamp.tensor([0.0]), 1.0), IndexError,

@@ -120,10 +120,14 @@ static mp_status check_source(line_op op, mp_tensor *a, int dim, mp_tensor *inde
     if (dim >= srank)
         return mp_error(MP_ERR_RUNTIME, "%s(): Indexing dim %d is out of bounds of the source "
                         "tensor with dim %d", fn, dim, src->ndim);
-    if ((src->ndim ? src->shape[dim] : 1) != n)
-        return mp_error(op == LINE_ADD ? MP_ERR_RUNTIME : MP_ERR_INDEX, "%s(): Number of indices "
-                        "(%lld) should be equal to source.size(dim): (%lld), for dim: %d", fn,
-                        (long long)n, (long long)(src->ndim ? src->shape[dim] : 1), dim);
+    int64_t have = src->ndim ? src->shape[dim] : 1;
+    if (have != n && op == LINE_ADD)
+        return mp_error(MP_ERR_RUNTIME, "index_add_(): Number of indices (%lld) should be equal "
+                        "to source.size(dim): (%lld), for dim: %d", (long long)n,
+                        (long long)have, dim);
+    if (have != n)
+        return mp_error(MP_ERR_INDEX, "index_copy_(): Number of indices (%lld) should be equal "
+                        "to source.size(dim) (%lld)", (long long)n, (long long)have);
     int ok = srank == arank;
     for (int d = 0; ok && d < arank; d++)
         ok = d == dim || (a->ndim ? a->shape[d] : 1) == (src->ndim ? src->shape[d] : 1);
