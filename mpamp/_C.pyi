@@ -442,6 +442,10 @@ def _empty(*args: Any, **kwargs: Any) -> Any:
     """_empty(shape, dtype): uninitialised tensor"""
 def _empty_cache(*args: Any, **kwargs: Any) -> Any:
     """Return cached blocks to the system"""
+def _eye(*args: Any, **kwargs: Any) -> Any:
+    """_eye(n, m, dtype)"""
+def _flip(*args: Any, **kwargs: Any) -> Any:
+    """_flip(t, dims)"""
 def _from_buffer(*args: Any, **kwargs: Any) -> Any:
     """_from_buffer(obj, bits_are_bf16) -> (tensor sharing obj's memory, readonly)"""
 def _from_dlpack(*args: Any, **kwargs: Any) -> Any:
@@ -458,6 +462,8 @@ def _fused_rmsprop_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor RMSprop step"""
 def _fused_sgd_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor SGD step"""
+def _gather(*args: Any, **kwargs: Any) -> Any:
+    """_gather(t, dim, index, wrap_negative)"""
 def _gemm(*args: Any, **kwargs: Any) -> Any:
     """Test hook: the GEMM at one ISA level with an epilogue"""
 def _gemm_buffer_allocs(*args: Any, **kwargs: Any) -> Any:
@@ -472,6 +478,18 @@ def _grad(*args: Any, **kwargs: Any) -> Any:
     """Gradients of outputs with respect to inputs (autograd.grad)"""
 def _group_norm(*args: Any, **kwargs: Any) -> Any:
     """_group_norm(input, num_groups, weight, bias, eps)"""
+def _index(*args: Any, **kwargs: Any) -> Any:
+    """input[indices] (advanced indexing)"""
+def _index_add(*args: Any, **kwargs: Any) -> Any:
+    """_index_add(t, dim, index, source, alpha, inplace)"""
+def _index_copy(*args: Any, **kwargs: Any) -> Any:
+    """_index_copy(t, dim, index, source, unused, inplace)"""
+def _index_fill(*args: Any, **kwargs: Any) -> Any:
+    """_index_fill(t, dim, index, value, unused, inplace)"""
+def _index_put(*args: Any, **kwargs: Any) -> Any:
+    """_index_put(t, indices, values, accumulate, inplace)"""
+def _index_select(*args: Any, **kwargs: Any) -> Any:
+    """_index_select(t, dim, index)"""
 def _is_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Weight-cast cache flag"""
 def _is_autocast_enabled(*args: Any, **kwargs: Any) -> Any:
@@ -484,6 +502,8 @@ def _leaky_relu(*args: Any, **kwargs: Any) -> Any:
     """_leaky_relu(input, negative_slope, inplace)"""
 def _linear(*args: Any, **kwargs: Any) -> Any:
     """_linear(input, weight, bias or None)"""
+def _linspace(*args: Any, **kwargs: Any) -> Any:
+    """_linspace(start, end, steps, dtype)"""
 def _logic(*args: Any, **kwargs: Any) -> Any:
     """_logic(kind, op, input, other): kind 0 logical_*, 1 bitwise_*; op and, or, xor"""
 def _logsumexp(*args: Any, **kwargs: Any) -> Any:
@@ -504,8 +524,12 @@ def _min(*args: Any, **kwargs: Any) -> Any:
     """_min(input, dim, keepdim)"""
 def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
+def _narrow(*args: Any, **kwargs: Any) -> Any:
+    """_narrow(t, dim, start, length)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
     """_nll_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_softmax)"""
+def _nonzero(*args: Any, **kwargs: Any) -> Any:
+    """Coordinates of the non-zero elements"""
 def _normalize(*args: Any, **kwargs: Any) -> Any:
     """_normalize(input, p, dim, eps)"""
 def _one_hot(*args: Any, **kwargs: Any) -> Any:
@@ -528,8 +552,14 @@ def _register(*args: Any, **kwargs: Any) -> Any:
     """Register the Python Tensor, Size and cpu device objects"""
 def _remainder(*args: Any, **kwargs: Any) -> Any:
     """_remainder(is_fmod, input, other): remainder (0) or fmod (1)"""
+def _repeat_index(*args: Any, **kwargs: Any) -> Any:
+    """_repeat_index(repeats, output_size)"""
 def _rms_norm(*args: Any, **kwargs: Any) -> Any:
     """_rms_norm(input, normalized_shape, weight or None, eps or None)"""
+def _scatter(*args: Any, **kwargs: Any) -> Any:
+    """_scatter(t, dim, index, src_or_value, reduce, inplace)"""
+def _scatter_add(*args: Any, **kwargs: Any) -> Any:
+    """_scatter_add(t, dim, index, src, inplace)"""
 def _sdpa(*args: Any, **kwargs: Any) -> Any:
     """_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, seed, offset) -> (output, philox blocks used)"""
 def _set_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
@@ -552,12 +582,16 @@ def _softplus(*args: Any, **kwargs: Any) -> Any:
     """_softplus(input, beta, threshold)"""
 def _sort(*args: Any, **kwargs: Any) -> Any:
     """_sort(input, dim, descending)"""
+def _split(*args: Any, **kwargs: Any) -> Any:
+    """_split(t, split_size_or_sections, dim)"""
 def _supported_isas(*args: Any, **kwargs: Any) -> Any:
     """All ISA levels this CPU can run"""
 def _topk(*args: Any, **kwargs: Any) -> Any:
     """_topk(input, k, dim, largest)"""
 def _triangle(*args: Any, **kwargs: Any) -> Any:
     """_triangle(input, diagonal, upper)"""
+def _unbind(*args: Any, **kwargs: Any) -> Any:
+    """_unbind(t, dim)"""
 def _var(*args: Any, **kwargs: Any) -> Any:
     """_var(input, dim, correction, keepdim, take_sqrt, with_mean)"""
 def _vector_norm(*args: Any, **kwargs: Any) -> Any:

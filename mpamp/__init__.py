@@ -30,6 +30,8 @@ from ._ops_stats import *  # noqa: F401,F403
 from ._ops_sort import *  # noqa: F401,F403
 from ._ops_einsum import *  # noqa: F401,F403
 from . import linalg, return_types
+from ._ops_shape import *  # noqa: F401,F403
+from ._ops_index import *  # noqa: F401,F403
 from . import amp, cpu, optim
 from . import utils
 from .serialization import load, load_safetensors, save, save_safetensors

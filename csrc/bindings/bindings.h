@@ -111,6 +111,13 @@ extern PyMethodDef mp_tensor_interop_methods[];
 /* tensor_views.c: t[key] and t[key] = value */
 PyObject *mp_tensor_getitem(PyObject *self, PyObject *key);
 int mp_tensor_setitem(PyObject *self, PyObject *key, PyObject *value);
+/* index_advanced.c: keys with tensors, lists or bools (tensor_views.c dispatches to these) */
+int mp_index_is_advanced(PyObject *self, PyObject *key);
+PyObject *mp_index_get_advanced(PyObject *self, PyObject *key);
+int mp_index_set_advanced(PyObject *self, PyObject *key, PyObject *value);
+/* ops_bind_index.c: gather/scatter/index_*, split, flip, nonzero, ... */
+extern PyMethodDef mp_index_functions[];
+extern PyMethodDef mp_split_functions[];          /* ops_bind_split.c */
 /* interop_buffer.c: the buffer protocol (bf16 exported as 'H') */
 int mp_tensor_getbuffer(PyObject *self, Py_buffer *view, int flags);
 void mp_tensor_releasebuffer(PyObject *self, Py_buffer *view);

@@ -389,6 +389,8 @@ static mp_tensor *index_view(PyObject *self, PyObject *key)
 
 PyObject *mp_tensor_getitem(PyObject *self, PyObject *key)
 {
+    if (mp_index_is_advanced(self, key))
+        return mp_index_get_advanced(self, key);
     mp_tensor *view = index_view(self, key);
     return view ? mp_wrap(STATE(self), view) : NULL;
 }
@@ -399,6 +401,8 @@ int mp_tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_TypeError, "tensor elements cannot be deleted");
         return -1;
     }
+    if (mp_index_is_advanced(self, key))
+        return mp_index_set_advanced(self, key, value);
     mp_tensor *view = index_view(self, key);
     if (!view)
         return -1;
