@@ -91,6 +91,14 @@ extern PyType_Slot mp_tensor_number_slots[];
  * 0 ok, 1 not an operand (no exception), -1 error */
 int mp_operand(mp_state *s, PyObject *obj, mp_tensor **t, mp_tensor **owned);
 extern PyMethodDef mp_tensor_view_methods[];
+/* autograd_hooks_bind.c: hooks, retain_grad, _version/_base getters; mp_tensor_sync brings a
+ * stale view's grad_fn up to date before Python reads autograd fields (-1: error set) */
+extern PyMethodDef mp_tensor_autograd_methods[];
+extern PyMethodDef mp_hook_functions[];
+int mp_tensor_sync(PyObject *self);
+PyObject *mp_get_version(PyObject *self, void *c);
+PyObject *mp_get_base(PyObject *self, void *c);
+PyObject *mp_get_retains_grad(PyObject *self, void *c);
 extern PyMethodDef mp_tensor_interop_methods[];
 
 /* tensor_views.c: t[key] and t[key] = value */
