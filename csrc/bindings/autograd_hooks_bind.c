@@ -120,6 +120,27 @@ static mp_status py_post_hook(void *ctx, mp_tensor *leaf, mp_tensor **unused)
     return MP_OK;
 }
 
+/* The garbage collector sees a leaf's hook callables (a hook closing over its parameter is a
+ * cycle through C) while this object is the tensor's only owner; otherwise the tensor is held
+ * from elsewhere too and the callables are not this object's to report. */
+int mp_tensor_traverse_hooks(PyObject *self, visitproc visit, void *arg)
+{
+    mp_tensor *t = MP_T(self);
+    if (!t || t->refcount != 1)
+        return 0;
+    for (mp_hook *h = t->hooks; h; h = h->next)
+        if (!h->removed && (h->fn == py_tensor_hook || h->fn == py_post_hook))
+            Py_VISIT(((py_hook *)h->ctx)->fn);
+    return 0;
+}
+
+void mp_tensor_clear_hooks(PyObject *self)
+{
+    mp_tensor *t = MP_T(self);
+    if (t && t->refcount == 1 && t->hooks)
+        mp_hook_list_release(&t->hooks);
+}
+
 static void handle_destructor(PyObject *cap)
 {
     mp_hook_decref(PyCapsule_GetPointer(cap, "mpamp.hook"));

@@ -96,6 +96,8 @@ extern PyMethodDef mp_tensor_view_methods[];
 extern PyMethodDef mp_tensor_autograd_methods[];
 extern PyMethodDef mp_hook_functions[];
 int mp_tensor_sync(PyObject *self);
+int mp_tensor_traverse_hooks(PyObject *self, visitproc visit, void *arg);
+void mp_tensor_clear_hooks(PyObject *self);
 PyObject *mp_get_version(PyObject *self, void *c);
 PyObject *mp_get_base(PyObject *self, void *c);
 PyObject *mp_get_retains_grad(PyObject *self, void *c);

@@ -44,12 +44,13 @@ static int tensor_traverse(PyObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(((MPTensor *)self)->grad_obj);
     Py_VISIT(Py_TYPE(self));
-    return 0;
+    return mp_tensor_traverse_hooks(self, visit, arg);
 }
 
 static int tensor_clear(PyObject *self)
 {
     Py_CLEAR(((MPTensor *)self)->grad_obj);
+    mp_tensor_clear_hooks(self);
     return 0;
 }
 

@@ -186,7 +186,7 @@ mp_status mp_autograd_record_always(const char *name, mp_backward_fn backward,
         o->output_nr = i;
         o->requires_grad = 1;
     }
-    *node_out = n;
+    *node_out = n->refcount > 1 ? n : NULL;     /* no float output: the node goes */
     mp_node_decref(n);                 /* the outputs hold it now */
     return MP_OK;
 }

@@ -119,19 +119,11 @@ static mp_status add_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 /* mul and div save only what the wanted gradients read (a for b's, b for a's; div's b for
  * both): a tensor that is not needed is not kept alive, nor refused when written in place */
-static mp_status saved_operands(mp_node *n, int need_a, mp_tensor **a, mp_tensor **b)
-{
-    *a = need_a ? mp_node_saved(n, 0) : NULL;
-    *b = mp_node_saved(n, 1);
-    return (need_a && !*a) || !*b ? MP_ERR_RUNTIME : MP_OK;
-}
-
 static mp_status mul_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
-    mp_tensor *a = NULL, *b = NULL, *g = gout[0], *t = NULL;
-    if (n->next[0].node && !(b = mp_node_saved(n, 1)))
-        return MP_ERR_RUNTIME;
-    if (n->next[1].node && !(a = mp_node_saved(n, 0)))
+    mp_tensor *a = n->next[1].node ? mp_node_saved(n, 0) : NULL;
+    mp_tensor *b = n->next[0].node ? mp_node_saved(n, 1) : NULL, *g = gout[0], *t = NULL;
+    if ((n->next[1].node && !a) || (n->next[0].node && !b))
         return MP_ERR_RUNTIME;
     mp_status st = MP_OK;
     if (n->next[0].node && (st = mp_op_mul(g, b, &t)) == MP_OK) {
@@ -159,10 +151,11 @@ static void f_div_grad_b(const float *const *in, float *out, int64_t n, const do
 /* d(a/b)/da = g/b; d(a/b)/db = -g*a/b^2 */
 static mp_status div_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
-    mp_tensor *a, *b, *g = gout[0], *t = NULL;
-    mp_status st = saved_operands(n, n->next[1].node != NULL, &a, &b);
-    if (st != MP_OK)
-        return st;
+    mp_tensor *a = n->next[1].node ? mp_node_saved(n, 0) : NULL, *b = mp_node_saved(n, 1);
+    mp_tensor *g = gout[0], *t = NULL;
+    if (!b || (n->next[1].node && !a))
+        return MP_ERR_RUNTIME;
+    mp_status st = MP_OK;
     if (n->next[0].node && (st = mp_op_div(g, b, &t)) == MP_OK) {
         st = reduce_grad(n, 0, t, &gin[0]);
         mp_tensor_decref(t);
