@@ -429,6 +429,13 @@ def test_version_error_for_saved_input_and_leaf():
     with pytest.raises(RuntimeError, match=r"\[mpamp.FloatTensor \[3\]\] is at version 1; "
                                            "expected version 0 instead"):
         y.sum().backward()
+    for write in (lambda a: a.zero_(), lambda a: a.fill_(2), lambda a: a.__setitem__(0, 1.0)):
+        a = mpamp.randn(3)
+        y = w * a
+        write(a)                            # the allocation-free fill bumps the version too
+        assert a._version == 1
+        with pytest.raises(RuntimeError, match="is at version 1; expected version 0"):
+            y.sum().backward()
     x = mpamp.randn(3, requires_grad=True)
     t = x.sigmoid()
     t[0] = 0.0                             # through a view

@@ -251,20 +251,19 @@ static PyObject *m_copy_(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);
 }
 
-/* t = value: the value as a 0-d tensor of t's dtype, expanded (the commit fills from it) */
 static int fill_with(mp_tensor *t, PyObject *value, const char *fname)
 {
     mp_scalar v;
-    mp_tensor *z = NULL, *ex = NULL;
     if (mp_parse_scalar(value, fname, &v) < 0)
         return -1;
-    mp_status st = mp_check_inplace(t, fname);
-    if (st == MP_OK && (st = mp_tensor_empty(NULL, 0, t->dtype, MP_DEVICE_CPU, &z)) == MP_OK &&
-        (st = mp_tensor_fill_(z, v)) == MP_OK &&
-        (st = mp_view_expand(z, t->shape, t->ndim, &ex)) == MP_OK)
-        st = commit_maybe_nogil(t, ex, fname);
-    mp_tensor_decref(ex);
-    mp_tensor_decref(z);
+    mp_status st;
+    if (mp_tensor_numel(t) >= MP_NOGIL_NUMEL) {
+        Py_BEGIN_ALLOW_THREADS
+        st = mp_inplace_fill(t, v, fname);
+        Py_END_ALLOW_THREADS
+    } else {
+        st = mp_inplace_fill(t, v, fname);
+    }
     return st == MP_OK ? 0 : mp_raise_int(st);
 }
 

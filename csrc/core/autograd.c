@@ -180,6 +180,9 @@ mp_status mp_autograd_record_always(const char *name, mp_backward_fn backward,
         mp_tensor *o = outputs[i];
         if (!o || !mp_dtype_is_float(o->dtype))
             continue;                  /* integer outputs (indices) carry no gradient */
+        for (int k = 0; k < n_inputs && !o->base; k++)   /* an output sharing an input's */
+            if (inputs[k] && inputs[k] != o && inputs[k]->storage == o->storage)
+                mp_view_set_base(o, inputs[k]);        /* memory is a view of it */
         mp_node_incref(n);
         mp_node_decref(o->grad_fn);
         o->grad_fn = n;

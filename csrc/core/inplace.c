@@ -13,6 +13,7 @@
 #include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
+#include "view.h"
 
 /* nodes made from here on belong to the in-place op under way (see protect_saved) */
 static _Thread_local uint64_t inplace_since;
@@ -410,5 +411,25 @@ mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name)
         st = a->base ? copy_slices(a->base, a, val) : rebase(a, val);
     }
     mp_tensor_decref(val);
+    return st;
+}
+
+mp_status mp_inplace_fill(mp_tensor *a, mp_scalar value, const char *op_name)
+{
+    mp_status st = mp_check_inplace(a, op_name);
+    if (st != MP_OK)
+        return st;
+    if (!mp_grad_enabled() || !tracked(a, a)) {       /* the common case: no allocation */
+        inplace_since = 0;
+        return (st = mp_tensor_fill_(a, value)) == MP_OK && !a->version_exempt
+                   ? (a->storage->version++, MP_OK) : st;
+    }
+    mp_tensor *z = NULL, *ex = NULL;                  /* the value, expanded: a commit */
+    if ((st = mp_tensor_empty(NULL, 0, a->dtype, a->storage->device, &z)) == MP_OK &&
+        (st = mp_tensor_fill_(z, value)) == MP_OK &&
+        (st = mp_view_expand(z, a->shape, a->ndim, &ex)) == MP_OK)
+        st = mp_inplace_commit(a, ex, op_name);
+    mp_tensor_decref(ex);
+    mp_tensor_decref(z);
     return st;
 }

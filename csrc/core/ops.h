@@ -7,6 +7,7 @@
 #define MP_OPS_H
 
 #include "autograd.h"
+#include "copy.h"
 
 /* ---- binary pointwise (ops_binary.c); b may be a wrapped-number 0-d tensor ---- */
 mp_status mp_op_add(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out);   /* a+alpha*b */
@@ -109,5 +110,8 @@ mp_status mp_check_inplace(mp_tensor *a, const char *op_name);
  * CopySlices node). Tensors that the op's own nodes saved from a are copied before the write;
  * a saved res is pointed at a. This is the one place in-place writes meet autograd. */
 mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name);
+/* a = value (fill_, zero_, t[i] = 3): check and commit in one; no allocation unless autograd
+ * must record it. */
+mp_status mp_inplace_fill(mp_tensor *a, mp_scalar value, const char *op_name);
 
 #endif
