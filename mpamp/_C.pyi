@@ -22,14 +22,24 @@ class TensorBase:
         """__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0))"""
     def __dlpack_device__(self, *args: Any, **kwargs: Any) -> Any:
         """(device_type, device_id) as DLPack numbers: (1, 0) for the CPU"""
+    _base: Any  # The tensor this one is a view of, or None
+    def _data_header(self, *args: Any, **kwargs: Any) -> Any:
+        """The data outside autograd, with writes not versioned (Tensor.data)"""
     def _flat_list(self, *args: Any, **kwargs: Any) -> Any:
         """All values as a flat list"""
+    def _is_view(self, *args: Any, **kwargs: Any) -> Any:
+        """True when this tensor is a view of another"""
     def _matmul_op(self, *args: Any, **kwargs: Any) -> Any:
         """self @ other (NotImplemented for non-tensors)"""
+    def _register_hook(self, *args: Any, **kwargs: Any) -> Any:
+        """_C handle for hook(grad) -> None or a replacement gradient"""
+    def _register_post_accumulate_grad_hook(self, *args: Any, **kwargs: Any) -> Any:
+        """_C handle for hook(tensor), called after a leaf's .grad was accumulated"""
     def _rmatmul_op(self, *args: Any, **kwargs: Any) -> Any:
         """other @ self (NotImplemented for non-tensors)"""
     def _to_dtype(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to a dtype (self when unchanged unless copy)"""
+    _version: Any  # Writes into the storage so far (autograd's counter)
     def abs(self, *args: Any, **kwargs: Any) -> Any:
         """absolute value"""
     def abs_(self, *args: Any, **kwargs: Any) -> Any:
@@ -276,6 +286,9 @@ class TensorBase:
         """Set requires_grad in place; returns self"""
     def reshape(self, *args: Any, **kwargs: Any) -> Any:
         """A view with a new shape, or a copy when strides do not allow a view"""
+    def retain_grad(self, *args: Any, **kwargs: Any) -> Any:
+        """Keep the gradient of a non-leaf in .grad"""
+    retains_grad: Any  # True after retain_grad() on a non-leaf
     def round(self, *args: Any, **kwargs: Any) -> Any:
         """round half to even (at 10^-decimals with decimals=)"""
     def round_(self, *args: Any, **kwargs: Any) -> Any:
@@ -552,6 +565,8 @@ def _register(*args: Any, **kwargs: Any) -> Any:
     """Register the Python Tensor, Size and cpu device objects"""
 def _remainder(*args: Any, **kwargs: Any) -> Any:
     """_remainder(is_fmod, input, other): remainder (0) or fmod (1)"""
+def _remove_hook(*args: Any, **kwargs: Any) -> Any:
+    """Unregister the hook of a handle capsule"""
 def _repeat_index(*args: Any, **kwargs: Any) -> Any:
     """_repeat_index(repeats, output_size)"""
 def _rms_norm(*args: Any, **kwargs: Any) -> Any:

@@ -15,6 +15,7 @@ from ._factories import (arange, as_tensor, empty, empty_like, from_numpy, full,
                          ones, ones_like, rand, rand_like, randint, randint_like, randn,
                          randn_like, tensor, zeros, zeros_like)
 from ._dlpack import from_dlpack
+from ._legacy import BFloat16Tensor, BoolTensor, FloatTensor, HalfTensor, LongTensor
 from . import backends, cuda
 from . import autograd
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled

@@ -130,8 +130,8 @@ class Tensor(_C.TensorBase):
 
     @property
     def data(self):
-        """The same data without autograd history (a detached view)."""
-        return self.detach()
+        """The same data outside autograd (in-place writes through it are not versioned)."""
+        return self._data_header()
 
     @data.setter
     def data(self, other):
@@ -178,10 +178,15 @@ class Tensor(_C.TensorBase):
                             create_graph, inputs)
         _C._backward((self,), (gradient,), bool(retain_graph))
 
-    def retain_grad(self):
-        """Unsupported: gradients of non-leaf tensors are not stored."""
-        raise NotImplementedError("retain_grad() is not supported by mpamp; use "
-                                  "mpamp.autograd.grad(out, intermediate) instead")
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient is computed; it may return a new one."""
+        from .nn.utils.hooks import _CHookHandle
+        return _CHookHandle(self._register_hook(hook))
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(tensor) after a leaf's .grad was accumulated in backward."""
+        from .nn.utils.hooks import _CHookHandle
+        return _CHookHandle(self._register_post_accumulate_grad_hook(hook))
 
     def view_as(self, other):
         """self.view(other.shape)."""

@@ -166,7 +166,13 @@ def test_embedding_errors():
             mpamp.embedding(mpamp.tensor([0]), w, padding_idx=pad)
     idx = mpamp.tensor([0, 1])
     out = mpamp.embedding(idx, w)
-    idx[1] = 100                          # changed behind autograd's back: no stray write
+    idx[1] = 100                          # a saved tensor modified: the version check refuses
+    with pytest.raises(RuntimeError, match="modified by an inplace operation: "
+                       r"\[mpamp.LongTensor \[2\]\] is at version 1; expected version 0"):
+        out.backward(mpamp.ones(2, 3), retain_graph=True)
+    idx = mpamp.tensor([0, 1])
+    out = mpamp.embedding(idx, w)
+    idx.data[1] = 100                     # behind autograd's back (.data): no stray write
     with pytest.raises(IndexError, match="index out of range in self"):
         out.backward(mpamp.ones(2, 3))
 
@@ -295,7 +301,8 @@ def test_clamp_types_nan_methods_and_inplace():
     with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
                                            "output type Long"):
         j.clamp_(0.5)
-    with pytest.raises(RuntimeError, match="in-place operations on tensors that require grad"):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in "
+                                           "an in-place operation."):
         mpamp.ones(2, requires_grad=True).clamp_(0, 1)
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
         mpamp.clamp(t)

@@ -106,6 +106,16 @@ int mp_operand(mp_state *s, PyObject *obj, mp_tensor **t, mp_tensor **owned);
 PyObject *mp_unary_method(PyObject *self, mp_unary_op op);
 PyObject *mp_unary_inplace_method(PyObject *self, mp_unary_op op, const char *name);
 extern PyMethodDef mp_tensor_view_methods[];
+/* autograd_hooks_bind.c: hooks, retain_grad, _version/_base getters; mp_tensor_sync brings a
+ * stale view's grad_fn up to date before Python reads autograd fields (-1: error set) */
+extern PyMethodDef mp_tensor_autograd_methods[];
+extern PyMethodDef mp_hook_functions[];
+int mp_tensor_sync(PyObject *self);
+int mp_tensor_traverse_hooks(PyObject *self, visitproc visit, void *arg);
+void mp_tensor_clear_hooks(PyObject *self);
+PyObject *mp_get_version(PyObject *self, void *c);
+PyObject *mp_get_base(PyObject *self, void *c);
+PyObject *mp_get_retains_grad(PyObject *self, void *c);
 extern PyMethodDef mp_tensor_interop_methods[];
 
 /* tensor_views.c: t[key] and t[key] = value */

@@ -390,7 +390,7 @@ static PyObject *clamp_method(PyObject *self, PyObject *const *args, Py_ssize_t 
         NOGIL_IF(is_big(a, NULL), st = clamp_run(a, has_min, lo, has_max, hi, is_float, &out));
     if (!inplace || st != MP_OK)
         return finish(s, st, out);
-    st = mp_copy_maybe_nogil(a, out);
+    st = mp_inplace_commit(a, out, fname);
     mp_tensor_decref(out);
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);
 }
