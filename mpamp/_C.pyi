@@ -44,6 +44,8 @@ class TensorBase:
         """Batched matrix product of two 3-D tensors"""
     def bool(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to bool"""
+    def byte(self, *args: Any, **kwargs: Any) -> Any:
+        """Convert to uint8"""
     def clamp(self, *args: Any, **kwargs: Any) -> Any:
         """clamp(min=None, max=None)"""
     def clamp_(self, *args: Any, **kwargs: Any) -> Any:

@@ -5,7 +5,7 @@ level, ``mpamp.cuda`` for device queries.
 """
 from . import _C
 from ._C import get_num_threads, set_num_threads
-from ._C import bfloat16, dtype, float16, float32, int64
+from ._C import bfloat16, dtype, float16, float32, int64, uint8
 from ._C import bool as _bool_dtype
 from ._size import Size, device
 from ._tensor import Tensor

@@ -7,6 +7,7 @@
 #include "../core/autocast.h"
 #include "../core/elementwise.h"
 #include "../core/ops.h"
+#include "../core/rows.h"
 
 /* *t = a tensor for obj: borrowed for tensors, a new wrapped scalar (*owned) for numbers.
  * Returns 0, or 1 when obj is not an operand (no exception), or -1 on error. */
@@ -239,7 +240,7 @@ static PyObject *unary_(PyObject *self, mp_unary_op op, const char *name)
     if (st == MP_OK && (st = mp_op_unary(op, t, &out)) == MP_OK) {
         if (mp_dtype_is_float(out->dtype) && !mp_dtype_is_float(t->dtype))  /* as torch */
             st = mp_error(MP_ERR_RUNTIME, "result type Float can't be cast to the desired "
-                          "output type %s", t->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
+                          "output type %s", mp_dtype_torch_name(t->dtype));
         else
             st = mp_inplace_commit(t, out, name);
         mp_tensor_decref(out);
