@@ -290,12 +290,18 @@ def _memoryview(*args: Any, **kwargs: Any) -> Any:
     """_memoryview(tensor) -> memoryview of its elements (bfloat16 as 'H' bits)"""
 def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
+def _multinomial(*args: Any, **kwargs: Any) -> Any:
+    """_multinomial(probs, num_samples, replacement, seed, offset) -> (indices, blocks)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
     """_nll_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_softmax)"""
 def _pointwise_loss(*args: Any, **kwargs: Any) -> Any:
     """_pointwise_loss(kind, input, target, reduction): mse (0) or l1 (1)"""
 def _random_(*args: Any, **kwargs: Any) -> Any:
     """_random_(tensor, kind, a, b, seed, offset) -> Philox blocks consumed"""
+def _random_inplace_(*args: Any, **kwargs: Any) -> Any:
+    """_random_inplace_(tensor, kind, a, b, name, seed, offset) -> (tensor, blocks consumed)"""
+def _randperm(*args: Any, **kwargs: Any) -> Any:
+    """_randperm(n, dtype, seed, offset) -> (permutation, blocks)"""
 def _record_function(*args: Any, **kwargs: Any) -> Any:
     """Record a node whose backward is a Python callable"""
 def _reduce(*args: Any, **kwargs: Any) -> Any:

@@ -22,6 +22,7 @@ from . import nn
 from ._ops_pointwise import *  # noqa: F401,F403 - the functional op namespace, as torch
 from ._ops_matmul import *  # noqa: F401,F403
 from ._ops_reduce import *  # noqa: F401,F403
+from ._ops_random import *  # noqa: F401,F403
 from . import amp, cpu, optim
 from . import utils
 from .serialization import load, load_safetensors, save, save_safetensors

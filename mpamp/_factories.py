@@ -273,8 +273,20 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     dtype = _C.int64 if dtype is None else dtype
+    _check_int_bounds(dtype, low, high)
     return _random("int", low, high, (size,), generator, dtype, device, requires_grad,
                    "randint")
+
+
+def _check_int_bounds(dtype, low, high):
+    """torch's errors for bounds a uint8/bool tensor can't hold."""
+    name = repr(_C._empty((0,), dtype).dtype).split(".")[-1]
+    bounds = {"uint8": (255, "unsigned char"), "bool": (1, "bool")}.get(name)
+    if bounds is not None:
+        if not 0 <= low <= bounds[0]:
+            raise RuntimeError(f"from is out of bounds for {bounds[1]}")
+        if not 0 <= high - 1 <= bounds[0]:
+            raise RuntimeError(f"to - 1 is out of bounds for {bounds[1]}")
 
 
 def rand_like(input, dtype=None, generator=None):  # noqa: A002

@@ -13,7 +13,7 @@ static int join_functions(void)
                                    mp_ops_functions, mp_reduce_functions, mp_matmul_functions,
                                    mp_tensor_data_functions, mp_optim_functions,
                                    mp_gemm_functions, mp_peak_functions,
-                                   mp_vmath_functions};
+                                   mp_vmath_functions, mp_random_functions};
     size_t n = 0, cap = sizeof module_functions / sizeof module_functions[0] - 1;
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         for (PyMethodDef *d = tables[i]; d->ml_name; d++) {
