@@ -66,8 +66,7 @@ class RandomSampler(Sampler):
         if not isinstance(replacement, bool):
             raise TypeError(f"replacement should be a boolean value, but got "
                             f"replacement={replacement}")
-        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int) or \
-                self.num_samples <= 0:
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
             raise ValueError(f"num_samples should be a positive integer value, but got "
                              f"num_samples={self.num_samples}")
 
