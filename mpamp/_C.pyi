@@ -11,6 +11,7 @@ float16: dtype
 bfloat16: dtype
 int64: dtype
 bool: dtype
+uint8: dtype
 _MAX_DIMS: int
 
 class Node:

@@ -25,7 +25,7 @@ from ._ops_reduce import *  # noqa: F401,F403
 from ._ops_random import *  # noqa: F401,F403
 from . import amp, cpu, optim
 from . import utils
-from . import accelerator, distributed
+from . import accelerator, distributed, random
 from ._compat import compile, get_float32_matmul_precision, set_float32_matmul_precision
 from .serialization import load, load_safetensors, save, save_safetensors
 from .amp.autocast_mode import default_autocast as autocast

@@ -11,7 +11,8 @@ import pytest
 
 import mpamp
 
-NP_DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "bool": np.bool_}
+NP_DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "bool": np.bool_,
+             "uint8": np.uint8}
 ALL = list(NP_DTYPES) + ["bfloat16"]
 
 

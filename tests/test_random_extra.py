@@ -495,3 +495,18 @@ def test_seed_reproducible_in_a_fresh_process():
     a, b = run_python(code), run_python(code)
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout and a.stdout.strip()
+
+
+def test_torch_random_module_and_fork_rng():
+    import mpamp.random as r
+    assert r.manual_seed is mpamp.manual_seed and r.get_rng_state is mpamp.get_rng_state
+    mpamp.manual_seed(6)
+    with r.fork_rng():
+        inside = mpamp.rand(5).tolist()
+        mpamp.manual_seed(100)
+        mpamp.cuda.manual_seed(100)
+    assert mpamp.rand(5).tolist() == inside          # the block's draws did not count
+    assert mpamp._random.cuda_generator.initial_seed() == 6
+    with r.fork_rng(enabled=False):
+        mpamp.rand(1)
+    assert mpamp.rand(5).tolist() != inside
