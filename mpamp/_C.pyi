@@ -11,6 +11,7 @@ float16: dtype
 bfloat16: dtype
 int64: dtype
 bool: dtype
+uint8: dtype
 _MAX_DIMS: int
 
 class Node:
@@ -70,6 +71,8 @@ class TensorBase:
         """Batched matrix product of two 3-D tensors"""
     def bool(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to bool"""
+    def byte(self, *args: Any, **kwargs: Any) -> Any:
+        """Convert to uint8"""
     def ceil(self, *args: Any, **kwargs: Any) -> Any:
         """round up"""
     def ceil_(self, *args: Any, **kwargs: Any) -> Any:
@@ -537,6 +540,8 @@ def _min(*args: Any, **kwargs: Any) -> Any:
     """_min(input, dim, keepdim)"""
 def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
+def _multinomial(*args: Any, **kwargs: Any) -> Any:
+    """_multinomial(probs, num_samples, replacement, seed, offset) -> (indices, blocks)"""
 def _narrow(*args: Any, **kwargs: Any) -> Any:
     """_narrow(t, dim, start, length)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
@@ -557,6 +562,10 @@ def _prod(*args: Any, **kwargs: Any) -> Any:
     """_prod(input, dim, keepdim, dtype)"""
 def _random_(*args: Any, **kwargs: Any) -> Any:
     """_random_(tensor, kind, a, b, seed, offset) -> Philox blocks consumed"""
+def _random_inplace_(*args: Any, **kwargs: Any) -> Any:
+    """_random_inplace_(tensor, kind, a, b, name, seed, offset) -> (tensor, blocks consumed)"""
+def _randperm(*args: Any, **kwargs: Any) -> Any:
+    """_randperm(n, dtype, seed, offset) -> (permutation, blocks)"""
 def _record_function(*args: Any, **kwargs: Any) -> Any:
     """Record a node whose backward is a Python callable"""
 def _reduce(*args: Any, **kwargs: Any) -> Any:

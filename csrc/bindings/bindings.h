@@ -92,6 +92,7 @@ extern PyMethodDef mp_optim_functions[];         /* optim_bind.c: scaler + fused
 extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
 extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */
 extern PyMethodDef mp_vmath_functions[];         /* vmath_bind.c: vector math test hooks */
+extern PyMethodDef mp_random_functions[];        /* random_bind.c: random ops */
 extern PyType_Slot mp_tensor_number_slots[];
 extern PyMethodDef mp_compare_functions[];       /* ops_bind_compare.c: eq, logic, any */
 extern PyMethodDef mp_tensor_compare_methods[];

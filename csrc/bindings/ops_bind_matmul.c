@@ -7,6 +7,7 @@
 
 #include "../core/autocast.h"
 #include "../core/ops.h"
+#include "../core/rows.h"
 
 /* Runs `stmt` with the GIL released when `big` (the core never touches Python). */
 #define NOGIL_IF(big, stmt)                                                                  \
@@ -382,7 +383,7 @@ static PyObject *clamp_method(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     if (inplace && is_float && !mp_dtype_is_float(a->dtype)) {
         PyErr_Format(PyExc_RuntimeError, "%s: result type Float can't be cast to the desired "
-                     "output type %s", fname, a->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
+                     "output type %s", fname, mp_dtype_torch_name(a->dtype));
         return NULL;
     }
     mp_status st = inplace ? mp_check_inplace(a, fname) : MP_OK;

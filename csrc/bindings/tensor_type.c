@@ -459,6 +459,7 @@ static PyObject *m_half(PyObject *self, PyObject *u) { (void)u; return cast_to(s
 static PyObject *m_bfloat16(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_BFLOAT16, 0); }
 static PyObject *m_long(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_INT64, 0); }
 static PyObject *m_bool(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_BOOL, 0); }
+static PyObject *m_byte(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_UINT8, 0); }
 
 static PyObject *m_type_as(PyObject *self, PyObject *other)
 {
@@ -507,6 +508,7 @@ static PyMethodDef tensor_core_methods[] = {
     {"bfloat16", m_bfloat16, METH_NOARGS, "Convert to bfloat16"},
     {"long", m_long, METH_NOARGS, "Convert to int64"},
     {"bool", m_bool, METH_NOARGS, "Convert to bool"},
+    {"byte", m_byte, METH_NOARGS, "Convert to uint8"},
     {"type_as", m_type_as, METH_O, "Convert to other's dtype"},
     {"clone", m_clone, METH_NOARGS, "A contiguous copy"},
     {"contiguous", m_contiguous, METH_NOARGS, "self if contiguous, else a contiguous copy"},

@@ -7,6 +7,7 @@
 #include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
+#include "rows.h"
 
 static void f_add(const float *const *in, float *out, int64_t n, const double *args)
 {
@@ -235,7 +236,7 @@ mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha)
     if (mp_dtype_is_float(dt) && !mp_dtype_is_float(a->dtype))
         return mp_error(MP_ERR_RUNTIME, "result type %s can't be cast to the desired output "
                         "type %s", mp_dtype_is_float(dt) ? "Float" : "Long",
-                        a->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
+                        mp_dtype_torch_name(a->dtype));
     mp_tensor *res = NULL;
     if (which == MP_BIN_POW)
         st = mp_op_pow(a, b, &res);
