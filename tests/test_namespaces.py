@@ -237,11 +237,14 @@ def test_every_new_package_is_installed_by_pyproject():
 
 
 def test_imports_in_a_fresh_process():
+    # a script ported by rewriting its imports (from torch.x -> from mpamp.x): `from torch...`
+    # after `import mpamp as torch` would import the real torch package
     code = ("import mpamp as torch\n"
-            "from torch.nn.parallel import DistributedDataParallel as DDP\n"
-            "from torch.distributed import init_process_group, destroy_process_group\n"
-            "from torch.utils.data.dataloader import DataLoader\n"
-            "import torch.backends.cudnn\n"
+            "from mpamp.nn.parallel import DistributedDataParallel as DDP\n"
+            "from mpamp.distributed import init_process_group, destroy_process_group\n"
+            "from mpamp.utils.data.dataloader import DataLoader\n"
+            "import mpamp.backends.cudnn\n"
+            "assert 'torch' not in __import__('sys').modules\n"
             "torch.backends.cuda.matmul.allow_tf32 = True\n"
             "torch.backends.cudnn.allow_tf32 = True\n"
             "print(torch.accelerator.is_available(), torch.cuda.empty_cache())\n")
