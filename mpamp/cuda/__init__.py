@@ -1,6 +1,7 @@
 """CUDA queries, as torch.cuda. Without a GPU (or without a CUDA build) nothing is available
 and every call that needs a device raises a clear RuntimeError."""
 from .. import _C
+from .._C import OutOfMemoryError   # the same class as mpamp.OutOfMemoryError, as torch's
 
 
 def is_available():
