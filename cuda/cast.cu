@@ -47,6 +47,7 @@ const char *dtype_name(mp_dtype dt)
     case MP_DTYPE_BFLOAT16: return "bfloat16";
     case MP_DTYPE_INT64: return "int64";
     case MP_DTYPE_BOOL: return "bool";
+    case MP_DTYPE_UINT8: return "uint8";
     default: return "unknown dtype";
     }
 }

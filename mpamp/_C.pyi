@@ -11,6 +11,7 @@ float16: dtype
 bfloat16: dtype
 int64: dtype
 bool: dtype
+uint8: dtype
 _MAX_DIMS: int
 
 class Node:
@@ -22,14 +23,24 @@ class TensorBase:
         """__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0))"""
     def __dlpack_device__(self, *args: Any, **kwargs: Any) -> Any:
         """(device_type, device_id) as DLPack numbers: (1, 0) for the CPU"""
+    _base: Any  # The tensor this one is a view of, or None
+    def _data_header(self, *args: Any, **kwargs: Any) -> Any:
+        """The data outside autograd, with writes not versioned (Tensor.data)"""
     def _flat_list(self, *args: Any, **kwargs: Any) -> Any:
         """All values as a flat list"""
+    def _is_view(self, *args: Any, **kwargs: Any) -> Any:
+        """True when this tensor is a view of another"""
     def _matmul_op(self, *args: Any, **kwargs: Any) -> Any:
         """self @ other (NotImplemented for non-tensors)"""
+    def _register_hook(self, *args: Any, **kwargs: Any) -> Any:
+        """_C handle for hook(grad) -> None or a replacement gradient"""
+    def _register_post_accumulate_grad_hook(self, *args: Any, **kwargs: Any) -> Any:
+        """_C handle for hook(tensor), called after a leaf's .grad was accumulated"""
     def _rmatmul_op(self, *args: Any, **kwargs: Any) -> Any:
         """other @ self (NotImplemented for non-tensors)"""
     def _to_dtype(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to a dtype (self when unchanged unless copy)"""
+    _version: Any  # Writes into the storage so far (autograd's counter)
     def abs(self, *args: Any, **kwargs: Any) -> Any:
         """absolute value"""
     def abs_(self, *args: Any, **kwargs: Any) -> Any:
@@ -60,6 +71,8 @@ class TensorBase:
         """Batched matrix product of two 3-D tensors"""
     def bool(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to bool"""
+    def byte(self, *args: Any, **kwargs: Any) -> Any:
+        """Convert to uint8"""
     def ceil(self, *args: Any, **kwargs: Any) -> Any:
         """round up"""
     def ceil_(self, *args: Any, **kwargs: Any) -> Any:
@@ -276,6 +289,9 @@ class TensorBase:
         """Set requires_grad in place; returns self"""
     def reshape(self, *args: Any, **kwargs: Any) -> Any:
         """A view with a new shape, or a copy when strides do not allow a view"""
+    def retain_grad(self, *args: Any, **kwargs: Any) -> Any:
+        """Keep the gradient of a non-leaf in .grad"""
+    retains_grad: Any  # True after retain_grad() on a non-leaf
     def round(self, *args: Any, **kwargs: Any) -> Any:
         """round half to even (at 10^-decimals with decimals=)"""
     def round_(self, *args: Any, **kwargs: Any) -> Any:
@@ -442,6 +458,10 @@ def _empty(*args: Any, **kwargs: Any) -> Any:
     """_empty(shape, dtype): uninitialised tensor"""
 def _empty_cache(*args: Any, **kwargs: Any) -> Any:
     """Return cached blocks to the system"""
+def _eye(*args: Any, **kwargs: Any) -> Any:
+    """_eye(n, m, dtype)"""
+def _flip(*args: Any, **kwargs: Any) -> Any:
+    """_flip(t, dims)"""
 def _from_buffer(*args: Any, **kwargs: Any) -> Any:
     """_from_buffer(obj, bits_are_bf16) -> (tensor sharing obj's memory, readonly)"""
 def _from_dlpack(*args: Any, **kwargs: Any) -> Any:
@@ -458,6 +478,8 @@ def _fused_rmsprop_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor RMSprop step"""
 def _fused_sgd_(*args: Any, **kwargs: Any) -> Any:
     """Fused multi-tensor SGD step"""
+def _gather(*args: Any, **kwargs: Any) -> Any:
+    """_gather(t, dim, index, wrap_negative)"""
 def _gemm(*args: Any, **kwargs: Any) -> Any:
     """Test hook: the GEMM at one ISA level with an epilogue"""
 def _gemm_buffer_allocs(*args: Any, **kwargs: Any) -> Any:
@@ -474,6 +496,18 @@ def _grad(*args: Any, **kwargs: Any) -> Any:
     """Gradients of outputs with respect to inputs (autograd.grad)"""
 def _group_norm(*args: Any, **kwargs: Any) -> Any:
     """_group_norm(input, num_groups, weight, bias, eps)"""
+def _index(*args: Any, **kwargs: Any) -> Any:
+    """input[indices] (advanced indexing)"""
+def _index_add(*args: Any, **kwargs: Any) -> Any:
+    """_index_add(t, dim, index, source, alpha, inplace)"""
+def _index_copy(*args: Any, **kwargs: Any) -> Any:
+    """_index_copy(t, dim, index, source, unused, inplace)"""
+def _index_fill(*args: Any, **kwargs: Any) -> Any:
+    """_index_fill(t, dim, index, value, unused, inplace)"""
+def _index_put(*args: Any, **kwargs: Any) -> Any:
+    """_index_put(t, indices, values, accumulate, inplace)"""
+def _index_select(*args: Any, **kwargs: Any) -> Any:
+    """_index_select(t, dim, index)"""
 def _is_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
     """Weight-cast cache flag"""
 def _is_autocast_enabled(*args: Any, **kwargs: Any) -> Any:
@@ -486,6 +520,8 @@ def _leaky_relu(*args: Any, **kwargs: Any) -> Any:
     """_leaky_relu(input, negative_slope, inplace)"""
 def _linear(*args: Any, **kwargs: Any) -> Any:
     """_linear(input, weight, bias or None)"""
+def _linspace(*args: Any, **kwargs: Any) -> Any:
+    """_linspace(start, end, steps, dtype)"""
 def _logic(*args: Any, **kwargs: Any) -> Any:
     """_logic(kind, op, input, other): kind 0 logical_*, 1 bitwise_*; op and, or, xor"""
 def _logsumexp(*args: Any, **kwargs: Any) -> Any:
@@ -506,8 +542,14 @@ def _min(*args: Any, **kwargs: Any) -> Any:
     """_min(input, dim, keepdim)"""
 def _mm(*args: Any, **kwargs: Any) -> Any:
     """_mm(input, mat2)"""
+def _multinomial(*args: Any, **kwargs: Any) -> Any:
+    """_multinomial(probs, num_samples, replacement, seed, offset) -> (indices, blocks)"""
+def _narrow(*args: Any, **kwargs: Any) -> Any:
+    """_narrow(t, dim, start, length)"""
 def _nll_loss(*args: Any, **kwargs: Any) -> Any:
     """_nll_loss(input, target, weight, ignore_index, reduction, label_smoothing, log_softmax)"""
+def _nonzero(*args: Any, **kwargs: Any) -> Any:
+    """Coordinates of the non-zero elements"""
 def _normalize(*args: Any, **kwargs: Any) -> Any:
     """_normalize(input, p, dim, eps)"""
 def _one_hot(*args: Any, **kwargs: Any) -> Any:
@@ -522,6 +564,10 @@ def _prod(*args: Any, **kwargs: Any) -> Any:
     """_prod(input, dim, keepdim, dtype)"""
 def _random_(*args: Any, **kwargs: Any) -> Any:
     """_random_(tensor, kind, a, b, seed, offset) -> Philox blocks consumed"""
+def _random_inplace_(*args: Any, **kwargs: Any) -> Any:
+    """_random_inplace_(tensor, kind, a, b, name, seed, offset) -> (tensor, blocks consumed)"""
+def _randperm(*args: Any, **kwargs: Any) -> Any:
+    """_randperm(n, dtype, seed, offset) -> (permutation, blocks)"""
 def _record_function(*args: Any, **kwargs: Any) -> Any:
     """Record a node whose backward is a Python callable"""
 def _reduce(*args: Any, **kwargs: Any) -> Any:
@@ -530,8 +576,16 @@ def _register(*args: Any, **kwargs: Any) -> Any:
     """Register the Python Tensor, Size and cpu device objects"""
 def _remainder(*args: Any, **kwargs: Any) -> Any:
     """_remainder(is_fmod, input, other): remainder (0) or fmod (1)"""
+def _remove_hook(*args: Any, **kwargs: Any) -> Any:
+    """Unregister the hook of a handle capsule"""
+def _repeat_index(*args: Any, **kwargs: Any) -> Any:
+    """_repeat_index(repeats, output_size)"""
 def _rms_norm(*args: Any, **kwargs: Any) -> Any:
     """_rms_norm(input, normalized_shape, weight or None, eps or None)"""
+def _scatter(*args: Any, **kwargs: Any) -> Any:
+    """_scatter(t, dim, index, src_or_value, reduce, inplace)"""
+def _scatter_add(*args: Any, **kwargs: Any) -> Any:
+    """_scatter_add(t, dim, index, src, inplace)"""
 def _sdpa(*args: Any, **kwargs: Any) -> Any:
     """_sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, seed, offset) -> (output, philox blocks used)"""
 def _set_autocast_cache_enabled(*args: Any, **kwargs: Any) -> Any:
@@ -554,12 +608,16 @@ def _softplus(*args: Any, **kwargs: Any) -> Any:
     """_softplus(input, beta, threshold)"""
 def _sort(*args: Any, **kwargs: Any) -> Any:
     """_sort(input, dim, descending)"""
+def _split(*args: Any, **kwargs: Any) -> Any:
+    """_split(t, split_size_or_sections, dim)"""
 def _supported_isas(*args: Any, **kwargs: Any) -> Any:
     """All ISA levels this CPU can run"""
 def _topk(*args: Any, **kwargs: Any) -> Any:
     """_topk(input, k, dim, largest)"""
 def _triangle(*args: Any, **kwargs: Any) -> Any:
     """_triangle(input, diagonal, upper)"""
+def _unbind(*args: Any, **kwargs: Any) -> Any:
+    """_unbind(t, dim)"""
 def _var(*args: Any, **kwargs: Any) -> Any:
     """_var(input, dim, correction, keepdim, take_sqrt, with_mean)"""
 def _vector_norm(*args: Any, **kwargs: Any) -> Any:

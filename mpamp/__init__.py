@@ -5,7 +5,7 @@ level, ``mpamp.cuda`` for device queries.
 """
 from . import _C
 from ._C import OutOfMemoryError, get_num_threads, set_num_threads
-from ._C import bfloat16, dtype, float16, float32, int64
+from ._C import bfloat16, dtype, float16, float32, int64, uint8
 from ._C import bool as _bool_dtype
 from ._size import Size, device
 from ._tensor import Tensor
@@ -15,6 +15,7 @@ from ._factories import (arange, as_tensor, empty, empty_like, from_numpy, full,
                          ones, ones_like, rand, rand_like, randint, randint_like, randn,
                          randn_like, tensor, zeros, zeros_like)
 from ._dlpack import from_dlpack
+from ._legacy import BFloat16Tensor, BoolTensor, FloatTensor, HalfTensor, LongTensor
 from . import backends, cuda
 from . import autograd
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -30,8 +31,13 @@ from ._ops_stats import *  # noqa: F401,F403
 from ._ops_sort import *  # noqa: F401,F403
 from ._ops_einsum import *  # noqa: F401,F403
 from . import linalg, return_types
+from ._ops_shape import *  # noqa: F401,F403
+from ._ops_index import *  # noqa: F401,F403
+from ._ops_random import *  # noqa: F401,F403
 from . import amp, cpu, optim
 from . import utils
+from . import accelerator, distributed, random
+from ._compat import compile, get_float32_matmul_precision, set_float32_matmul_precision
 from .serialization import load, load_safetensors, save, save_safetensors
 from .amp.autocast_mode import default_autocast as autocast
 from .amp.autocast_mode import (clear_autocast_cache, get_autocast_dtype,

@@ -9,7 +9,7 @@ from ._random import default_generator
 from ._size import device as _device
 from ._tensor import Tensor, _ml_dtypes, _no_cuda_message
 
-_SUPPORTED = "float32, float16, bfloat16 (ml_dtypes), int64 and bool"
+_SUPPORTED = "float32, float16, bfloat16 (ml_dtypes), int64, bool and uint8"
 
 
 def _check_device(dev):
@@ -39,12 +39,12 @@ def _is_bf16_array(arr):
 
 
 def from_numpy(ndarray):
-    """A tensor sharing memory with a NumPy array (float32/float16/bfloat16/int64/bool)."""
+    """A tensor sharing memory with a NumPy array (float32/float16/bfloat16/int64/bool/uint8)."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     if _is_bf16_array(ndarray):
         t, readonly = _C._from_buffer(ndarray.view(np.uint16), True)
-    elif ndarray.dtype in (np.float32, np.float16, np.int64, np.bool_) and \
+    elif ndarray.dtype in (np.float32, np.float16, np.int64, np.bool_, np.uint8) and \
             ndarray.dtype.isnative:
         t, readonly = _C._from_buffer(ndarray, False)
     else:
@@ -109,6 +109,8 @@ def _as_array(data):
     kind = arr.dtype.kind
     if kind == "f":
         return arr.astype(np.float32, copy=False) if arr.dtype != np.float16 else arr
+    if arr.dtype == np.uint8:
+        return arr                       # uint8 stays uint8 (images), as torch
     if kind in "iu":
         if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
             raise OverflowError("value does not fit in int64")
@@ -271,8 +273,20 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
     dtype = _C.int64 if dtype is None else dtype
+    _check_int_bounds(dtype, low, high)
     return _random("int", low, high, (size,), generator, dtype, device, requires_grad,
                    "randint")
+
+
+def _check_int_bounds(dtype, low, high):
+    """torch's errors for bounds a uint8/bool tensor can't hold."""
+    name = repr(_C._empty((0,), dtype).dtype).split(".")[-1]
+    bounds = {"uint8": (255, "unsigned char"), "bool": (1, "bool")}.get(name)
+    if bounds is not None:
+        if not 0 <= low <= bounds[0]:
+            raise RuntimeError(f"from is out of bounds for {bounds[1]}")
+        if not 0 <= high - 1 <= bounds[0]:
+            raise RuntimeError(f"to - 1 is out of bounds for {bounds[1]}")
 
 
 def rand_like(input, dtype=None, generator=None):  # noqa: A002

@@ -101,10 +101,14 @@ clip = clamp
 
 
 def where(condition, input=None, other=None):  # noqa: A002
-    """input where condition is True, else other (either may be a Python number)."""
+    """input where condition is True, else other (either may be a Python number);
+    where(condition) alone is nonzero(condition, as_tuple=True)."""
+    if input is None and other is None:
+        from ._ops_index import nonzero
+        return nonzero(condition, as_tuple=True)
     if input is None or other is None:
-        raise TypeError("where(condition) without input and other (nonzero) is not supported "
-                        "by mpamp; pass where(condition, input, other)")
+        raise TypeError("where() takes either 1 argument (condition) or 3 (condition, input, "
+                        "other)")
     return _C._where(condition, input, other)
 
 

@@ -1,12 +1,17 @@
 """Random number generators: counter-based (Philox) streams of (seed, offset).
 
 The C core draws numbers for a given (seed, offset); this module only keeps the state, so
-the same seed gives the same numbers on every ISA level, thread count and run.
+the same seed gives the same numbers on every ISA level, thread count and run. A state is
+a uint8 tensor of 16 bytes, the seed then the offset as little-endian uint64 (the layout of
+torch's CUDA Philox state), so torch-style checkpoint code saves and restores it unchanged.
 """
 import os
+import struct
 import threading
 
 from . import _C
+
+_STATE_BYTES = 16
 
 
 class Generator:
@@ -38,14 +43,19 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The (seed, offset) state as a tuple that set_state accepts."""
-        return (self._seed, self._offset)
-
-    def set_state(self, state):
-        """Restore a state returned by get_state."""
-        seed, offset = state
+        """The state as a uint8 tensor of 16 bytes (seed, offset), as torch's get_state."""
         with self._lock:
-            self._seed, self._offset = int(seed), int(offset)
+            raw = struct.pack("<QQ", self._seed, self._offset)
+        t = _C._empty((_STATE_BYTES,), _C.uint8)
+        _C._memoryview(t)[:] = raw
+        return t
+
+    def set_state(self, new_state):
+        """Restore a state returned by get_state (a uint8 tensor of 16 bytes)."""
+        seed, offset = _unpack_state(new_state)
+        with self._lock:
+            self._seed, self._offset = seed, offset
+        return self
 
     def _fill(self, tensor, kind, a, b):
         """Fill tensor in place from the stream and advance it."""
@@ -65,21 +75,41 @@ class Generator:
         return result
 
 
+def _unpack_state(state):
+    """(seed, offset) from a state tensor, with torch's errors for the wrong type or size."""
+    if not isinstance(state, _C.TensorBase):
+        raise TypeError(f"expected a mpamp.ByteTensor, but got {type(state).__name__}")
+    if state.dtype is not _C.uint8:
+        raise TypeError("RNG state must be a mpamp.ByteTensor")
+    if state.numel() != _STATE_BYTES:
+        raise RuntimeError(f"Expected a Philox generator state of size {_STATE_BYTES} (seed "
+                           f"and offset, as mpamp.get_rng_state() returns) but found the input "
+                           f"RNG state size to be {state.numel()}")
+    raw = bytes(_C._memoryview(state.detach().contiguous()))
+    return struct.unpack("<QQ", raw)
+
+
 def _signed(x):
     return x - (1 << 64) if x >= (1 << 63) else x
 
 
 default_generator = Generator()
+# The CUDA generator (mpamp.cuda.manual_seed etc.): kept even without a GPU, as torch queues
+# CUDA seeds until CUDA starts, so seeding never fails on a CPU machine.
+cuda_generator = Generator("cuda")
 
 
 def manual_seed(seed):
-    """Seed the default generator (returns it), as torch.manual_seed."""
+    """Seed the default generator and the CUDA one (returns the default), as torch."""
+    cuda_generator.manual_seed(seed)
     return default_generator.manual_seed(seed)
 
 
 def seed():
-    """Seed the default generator from the OS and return the seed."""
-    return default_generator.seed()
+    """Seed the default generator from the OS and return the seed (CUDA's gets it too)."""
+    s = default_generator.seed()
+    cuda_generator.manual_seed(s)
+    return s
 
 
 def initial_seed():
@@ -88,10 +118,10 @@ def initial_seed():
 
 
 def get_rng_state():
-    """The default generator's state."""
+    """The default generator's state: a uint8 tensor (16 bytes), as torch.get_rng_state."""
     return default_generator.get_state()
 
 
-def set_rng_state(state):
-    """Restore the default generator's state."""
-    default_generator.set_state(state)
+def set_rng_state(new_state):
+    """Restore the default generator's state from get_rng_state()'s tensor."""
+    default_generator.set_state(new_state)

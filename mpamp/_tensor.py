@@ -19,7 +19,7 @@ def _ml_dtypes():
 
 
 class Tensor(_C.TensorBase):
-    """A strided n-dimensional array of float32, float16, bfloat16, int64 or bool."""
+    """A strided n-dimensional array of float32, float16, bfloat16, int64, bool or uint8."""
 
     __hash__ = object.__hash__
 
@@ -57,7 +57,7 @@ class Tensor(_C.TensorBase):
         return np.asarray(_C._memoryview(self)).view(ml.bfloat16)   # 'H' bits, relabelled
 
     # NumPy takes a tensor's buffer before it looks at __array__, so np.asarray/np.array of a
-    # float32/float16/int64/bool tensor never get here (the buffer path has the same zero-copy
+    # float32/float16/int64/bool/uint8 tensor never get here (the buffer path has the same zero-copy
     # and copy= behaviour). bfloat16 tensors refuse NumPy's typed buffer request (see
     # csrc/bindings/interop_buffer.c), so NumPy falls through to this method for them.
     def __array__(self, dtype=None, copy=None):
@@ -130,8 +130,8 @@ class Tensor(_C.TensorBase):
 
     @property
     def data(self):
-        """The same data without autograd history (a detached view)."""
-        return self.detach()
+        """The same data outside autograd (in-place writes through it are not versioned)."""
+        return self._data_header()
 
     @data.setter
     def data(self, other):
@@ -158,7 +158,7 @@ class Tensor(_C.TensorBase):
         return int(self.item())
 
     def __index__(self):
-        if self.dtype not in (_C.int64, _C.bool) or self.numel() != 1:
+        if self.dtype not in (_C.int64, _C.bool, _C.uint8) or self.numel() != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
         return int(self.item())
@@ -178,10 +178,15 @@ class Tensor(_C.TensorBase):
                             create_graph, inputs)
         _C._backward((self,), (gradient,), bool(retain_graph))
 
-    def retain_grad(self):
-        """Unsupported: gradients of non-leaf tensors are not stored."""
-        raise NotImplementedError("retain_grad() is not supported by mpamp; use "
-                                  "mpamp.autograd.grad(out, intermediate) instead")
+    def register_hook(self, hook):
+        """Call hook(grad) when this tensor's gradient is computed; it may return a new one."""
+        from .nn.utils.hooks import _CHookHandle
+        return _CHookHandle(self._register_hook(hook))
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(tensor) after a leaf's .grad was accumulated in backward."""
+        from .nn.utils.hooks import _CHookHandle
+        return _CHookHandle(self._register_post_accumulate_grad_hook(hook))
 
     def view_as(self, other):
         """self.view(other.shape)."""
@@ -207,7 +212,7 @@ class Tensor(_C.TensorBase):
 
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
-               "int64": "LongTensor", "bool": "BoolTensor"}
+               "int64": "LongTensor", "bool": "BoolTensor", "uint8": "ByteTensor"}
 _DTYPE_STRINGS = {"fp32", "float32", "fp16", "float16", "half", "bf16", "bfloat16"}
 
 

@@ -96,11 +96,12 @@ def make_model(kind, width):
 # ---- progress ----
 
 class _PlainBar:
-    """A dependency-free progress bar on stderr."""
+    """A dependency-free progress bar for a terminal (stderr by default)."""
 
-    def __init__(self, total, desc):
+    def __init__(self, total, desc, stream=None):
         self.total, self.desc, self.n, self._shown = total, desc, 0, -1
         self.postfix = ""
+        self.stream = sys.stderr if stream is None else stream
 
     def update(self, n=1):
         self.n += n
@@ -108,16 +109,16 @@ class _PlainBar:
         if pct != self._shown:
             self._shown = pct
             filled = 30 * self.n // self.total
-            sys.stderr.write(f"\r{self.desc:<16} [{'#' * filled}{'.' * (30 - filled)}] "
-                             f"{self.n}/{self.total} {self.postfix}")
-            sys.stderr.flush()
+            self.stream.write(f"\r{self.desc:<16} [{'#' * filled}{'.' * (30 - filled)}] "
+                              f"{self.n}/{self.total} {self.postfix}")
+            self.stream.flush()
 
     def set_postfix_str(self, text):
         self.postfix = text
 
     def close(self):
-        sys.stderr.write("\n")
-        sys.stderr.flush()
+        self.stream.write("\n")
+        self.stream.flush()
 
 
 class _NoBar(_PlainBar):
@@ -128,15 +129,54 @@ class _NoBar(_PlainBar):
         pass
 
 
-def progress(total, desc, enabled):
-    """tqdm when installed, else a plain bar; nothing with --no-progress."""
+class _LogBar:
+    """Progress for a log (stderr is not a terminal): one plain line every `interval` seconds
+    and one at the end, instead of a carriage-return bar that piles up on one line."""
+
+    def __init__(self, total, desc, stream, interval=5.0, clock=time.monotonic):
+        self.total, self.desc, self.stream, self.interval = total, desc, stream, interval
+        self.clock, self.n, self.postfix = clock, 0, ""
+        self.start = self.last = clock()
+
+    def _line(self, note):
+        extra = f", {self.postfix}" if self.postfix else ""
+        self.stream.write(f"{self.desc}: {self.n}/{self.total} steps{note}{extra}\n")
+        self.stream.flush()
+
+    def update(self, n=1):
+        self.n += n
+        now = self.clock()
+        if now - self.last >= self.interval:
+            self.last = now
+            self._line(f" ({now - self.start:.0f} s)")
+
+    def set_postfix_str(self, text):
+        self.postfix = text
+
+    def close(self):
+        self._line(f", done in {self.clock() - self.start:.1f} s")
+
+
+def _is_terminal(stream):
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):       # closed or replaced streams
+        return False
+
+
+def progress(total, desc, enabled, stream=None):
+    """tqdm (or a plain bar) on a terminal; a line every few seconds in a log; nothing with
+    --no-progress."""
+    stream = sys.stderr if stream is None else stream
     if not enabled:
         return _NoBar(total, desc)
+    if not _is_terminal(stream):
+        return _LogBar(total, desc, stream)
     try:
         from tqdm import tqdm
     except ImportError:
-        return _PlainBar(total, desc)
-    return tqdm(total=total, desc=desc, leave=False, file=sys.stderr)
+        return _PlainBar(total, desc, stream)
+    return tqdm(total=total, desc=desc, leave=False, file=stream)
 
 
 # ---- training ----
@@ -281,7 +321,8 @@ def main(argv=None):
     if plot(results, png):
         print(f"Loss curves: {png}")
     else:
-        print("Loss curves: not plotted (pip install matplotlib to get a PNG)")
+        print('Loss curves: not plotted (matplotlib is not installed: pip install ".[demo]" '
+              'or pip install matplotlib)')
     print(f"Process peak RSS: {_max_rss_mib():.0f} MiB")
     return 0
 

@@ -147,3 +147,137 @@ def test_readme_first_command_works_from_the_project_root():
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "--steps" in out.stdout
+
+
+# ---- the first minute: the PNG and a log-friendly progress display ----
+
+class _Stream:
+    def __init__(self, tty):
+        self.tty, self.parts = tty, []
+
+    def isatty(self):
+        return self.tty
+
+    def write(self, text):
+        self.parts.append(text)
+
+    def flush(self):
+        pass
+
+    @property
+    def text(self):
+        return "".join(self.parts)
+
+
+def test_progress_in_a_log_is_a_plain_line_every_few_seconds():
+    now = [0.0]
+    out = _Stream(tty=False)
+    bar = demo.progress(3000, "wide fp16", True, stream=out)
+    assert isinstance(bar, demo._LogBar)
+    bar.clock = lambda: now[0]
+    bar.start = bar.last = 0.0
+    for step in range(3000):
+        now[0] = step * 0.01                      # 30 s of training, 10 ms a step
+        bar.update()
+        if step % 20 == 0:
+            bar.set_postfix_str(f"loss {1 / (step + 1):.4f}")
+    bar.close()
+    lines = out.text.splitlines()
+    assert "\r" not in out.text and out.text.endswith("\n")
+    assert 5 <= len(lines) <= 8                   # one per 5 s, plus the last one
+    assert lines[0].startswith("wide fp16: ") and "/3000 steps (5 s), loss" in lines[0]
+    assert lines[-1].startswith("wide fp16: 3000/3000 steps, done in 30.0 s, loss")
+
+
+def test_progress_on_a_terminal_draws_a_bar(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "tqdm", None)           # the dependency-free bar
+    out = _Stream(tty=True)
+    bar = demo.progress(50, "doc fp32", True, stream=out)
+    assert isinstance(bar, demo._PlainBar)
+    for _ in range(50):
+        bar.update()
+    bar.close()
+    assert out.text.count("\r") == 50 and "50/50" in out.text
+    assert isinstance(demo.progress(5, "x", False, stream=out), demo._NoBar)
+    assert isinstance(demo.progress(5, "x", True, stream=object()), demo._LogBar)
+
+
+def test_progress_uses_tqdm_on_a_terminal_when_installed():
+    tqdm = pytest.importorskip("tqdm")
+    bar = demo.progress(5, "x", True, stream=_Stream(tty=True))
+    assert isinstance(bar, tqdm.tqdm)
+    bar.close()
+
+
+@needs_training
+def test_demo_log_has_no_carriage_returns(tmp_path):
+    proc = run_python("import runpy, sys; sys.argv = ['mpamp.demo', '--steps', '40', "
+                      "'--width', '8', '--batch-size', '16', '--out', %r]; "
+                      "runpy.run_module('mpamp.demo', run_name='__main__')" % str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "\r" not in proc.stderr and "\r" not in proc.stdout
+    lines = [ln for ln in proc.stderr.splitlines() if "steps" in ln]
+    assert len(lines) == 6 and all("40/40 steps, done in" in ln for ln in lines)
+
+
+@needs_training
+def test_demo_on_a_terminal_draws_bars(tmp_path):
+    import pty
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mpamp.__file__)))
+    import fcntl
+    import struct
+    import termios
+    leader, follower = pty.openpty()
+    # a terminal 24x80 (a fresh pty is 0 columns wide, and tqdm draws nothing in 0 columns)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    chunks = []
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mpamp.demo", "--steps", "20", "--width", "8",
+             "--batch-size", "16", "--out", str(tmp_path)],
+            stdout=subprocess.DEVNULL, stderr=follower, cwd="/",
+            env={**os.environ, "PYTHONPATH": root})
+        os.close(follower)
+        follower = None
+        while True:                     # read while it runs: a full pty would block it
+            try:
+                data = os.read(leader, 65536)
+            except OSError:             # EIO once the child has closed its end
+                break
+            if not data:
+                break
+            chunks.append(data)
+        proc.wait(timeout=300)
+    finally:
+        if follower is not None:
+            os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 0
+    assert b"\r" in b"".join(chunks), b"".join(chunks)[:500]
+
+
+@needs_training
+def test_demo_writes_the_png_when_matplotlib_is_installed(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    assert demo.main(["--steps", "12", "--width", "8", "--batch-size", "16", "--out",
+                      str(tmp_path), "--no-progress"]) == 0
+    assert (tmp_path / "loss_curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert f"Loss curves: {tmp_path / 'loss_curves.png'}" in capsys.readouterr().out
+
+
+def test_readme_first_command_installs_the_demo_extra():
+    import tomllib
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    readme = os.path.join(root, "README.md")
+    if not os.path.exists(readme):
+        pytest.skip("not running from a project checkout")
+    text = open(readme, encoding="utf-8").read()
+    first = text.split("```bash\n", 1)[1].split("\n", 1)[0]
+    assert first == 'pip install ".[demo]" && python -m mpamp.demo'
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    assert any(dep.startswith("matplotlib") for dep in extras["demo"])
+    assert any(dep.startswith("tqdm") for dep in extras["demo"])

@@ -10,8 +10,9 @@ import pytest
 import mpamp
 import mpamp._tensor
 
-DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "bool": np.bool_}
-FORMATS = {"float32": "f", "float16": "e", "int64": "q", "bool": "?", "bfloat16": "H"}
+DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "bool": np.bool_,
+          "uint8": np.uint8}
+FORMATS = {"float32": "f", "float16": "e", "int64": "q", "bool": "?", "bfloat16": "H", "uint8": "B"}
 
 
 def _mp(name):

@@ -11,7 +11,8 @@ import pytest
 
 import mpamp
 
-NP_DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "bool": np.bool_}
+NP_DTYPES = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "bool": np.bool_,
+             "uint8": np.uint8}
 ALL = list(NP_DTYPES) + ["bfloat16"]
 
 
@@ -316,8 +317,8 @@ class _DeviceProducer:
 # Each case: make_capsule keyword arguments -> (exception, message).
 BAD_CAPSULES = [
     (dict(code=2, bits=64), TypeError, r"float64 \(code=2, bits=64, lanes=1\).*float32, "
-                                       r"float16, bfloat16, int64 and bool"),
-    (dict(code=1, bits=8), TypeError, r"uint8 \(code=1, bits=8"),
+                                       r"float16, bfloat16, int64, bool and uint8"),
+    (dict(code=1, bits=16), TypeError, r"uint16 \(code=1, bits=16"),
     (dict(code=0, bits=32), TypeError, r"int32 \(code=0, bits=32"),
     (dict(code=5, bits=64), TypeError, r"complex64"),
     (dict(code=2, bits=32, lanes=4), TypeError, r"lanes=4"),
@@ -527,7 +528,7 @@ def test_torch_lifetimes_and_errors():
     del src
     gc.collect()
     assert u[999].item() == 999
-    for bad in ("float64", "int32", "uint8", "complex64"):
+    for bad in ("float64", "int32", "int16", "complex64"):
         with pytest.raises(TypeError, match="unsupported DLPack dtype"):
             mpamp.from_dlpack(torch.zeros(2, dtype=getattr(torch, bad)))
     with pytest.raises(BufferError, match="gradient"):

@@ -312,8 +312,14 @@ def test_saved_target_changed_in_place_is_caught():
     x = mk(np.zeros((2, 3)), requires_grad=True)
     t = mpamp.tensor([0, 1])
     y = mpamp.nll_loss(x, t)
-    t[1] = 7                                     # after forward; never written out of bounds
-    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+    t[1] = 7                                     # after forward: the version check refuses
+    with pytest.raises(RuntimeError, match=r"\[mpamp.LongTensor \[2\]\] is at version 1; "
+                                           "expected version 0 instead"):
+        y.backward(retain_graph=True)
+    t = mpamp.tensor([0, 1])
+    y = mpamp.nll_loss(x, t)
+    t.data[1] = 7                                # behind autograd's back: never written out of
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):   # bounds
         y.backward()
 
 

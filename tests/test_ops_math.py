@@ -140,8 +140,7 @@ def test_non_contiguous_empty_and_in_place(name, rng):
     getattr(h, name + "_")()
     check(h, ref(to_numpy(base.half()[::2]).astype(np.float64)), "float16")
     w = mpamp.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match=f"{name}_: in-place operations on tensors that "
-                                           "require grad"):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         getattr(w, name + "_")()
 
 
@@ -367,8 +366,7 @@ def test_remainder_in_place_and_errors():
                                         "Number, not str"):
         mpamp.ones(2).remainder_("a")
     w = mpamp.ones(2, requires_grad=True)
-    with pytest.raises(RuntimeError, match="remainder_: in-place operations on tensors that "
-                                           "require grad"):
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         w.remainder_(2)
     y = mpamp.remainder(w, mpamp.ones(2) * 3)
     y.sum().backward()

@@ -12,7 +12,7 @@ import pytest
 import mpamp
 from mpamp import nn
 
-DTYPES = [mpamp.float32, mpamp.float16, mpamp.bfloat16, mpamp.int64, mpamp.bool]
+DTYPES = [mpamp.float32, mpamp.float16, mpamp.bfloat16, mpamp.int64, mpamp.bool, mpamp.uint8]
 
 
 def _sample(dtype, shape=(3, 5)):

@@ -127,7 +127,7 @@ def test_compressed_checkpoints_load():
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in src.namelist():
             zf.writestr(name, src.read(name))
-    keys = ["bf16", "bool", "empty", "f16", "f32", "i64", "scalar", "view"]
+    keys = ["bf16", "bool", "empty", "f16", "f32", "i64", "scalar", "u8", "view"]
     assert sorted(_load(buf.getvalue())) == keys
 
 

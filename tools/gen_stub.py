@@ -21,7 +21,7 @@ def main():
     out = [HEADER]
     out.append("class dtype:\n    is_floating_point: bool\n    itemsize: int\n"
                "    is_signed: bool\n\n")
-    for name in ("float32", "float16", "bfloat16", "int64", "bool"):
+    for name in ("float32", "float16", "bfloat16", "int64", "bool", "uint8"):
         out.append(f"{name}: dtype\n")
     out.append("_MAX_DIMS: int\n\n")
     out.append("class Node:\n    def name(self) -> str: ...\n"

@@ -127,6 +127,11 @@ static PyObject *f_grad(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     for (Py_ssize_t i = 0; i < ni; i++) {
+        mp_status vs = mp_view_stale(ins[i]) ? mp_view_refresh(ins[i]) : MP_OK;
+        if (vs != MP_OK) {
+            mp_raise(vs);
+            goto done;
+        }
         if (!ins[i]->requires_grad) {
             PyErr_Format(PyExc_RuntimeError, "One of the differentiated Tensors does not "
                          "require grad");

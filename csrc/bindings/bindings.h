@@ -97,6 +97,7 @@ extern PyMethodDef mp_optim_functions[];         /* optim_bind.c: scaler + fused
 extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
 extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */
 extern PyMethodDef mp_vmath_functions[];         /* vmath_bind.c: vector math test hooks */
+extern PyMethodDef mp_random_functions[];        /* random_bind.c: random ops */
 extern PyType_Slot mp_tensor_number_slots[];
 extern PyMethodDef mp_compare_functions[];       /* ops_bind_compare.c: eq, logic, any */
 extern PyMethodDef mp_tensor_compare_methods[];
@@ -111,11 +112,28 @@ int mp_operand(mp_state *s, PyObject *obj, mp_tensor **t, mp_tensor **owned);
 PyObject *mp_unary_method(PyObject *self, mp_unary_op op);
 PyObject *mp_unary_inplace_method(PyObject *self, mp_unary_op op, const char *name);
 extern PyMethodDef mp_tensor_view_methods[];
+/* autograd_hooks_bind.c: hooks, retain_grad, _version/_base getters; mp_tensor_sync brings a
+ * stale view's grad_fn up to date before Python reads autograd fields (-1: error set) */
+extern PyMethodDef mp_tensor_autograd_methods[];
+extern PyMethodDef mp_hook_functions[];
+int mp_tensor_sync(PyObject *self);
+int mp_tensor_traverse_hooks(PyObject *self, visitproc visit, void *arg);
+void mp_tensor_clear_hooks(PyObject *self);
+PyObject *mp_get_version(PyObject *self, void *c);
+PyObject *mp_get_base(PyObject *self, void *c);
+PyObject *mp_get_retains_grad(PyObject *self, void *c);
 extern PyMethodDef mp_tensor_interop_methods[];
 
 /* tensor_views.c: t[key] and t[key] = value */
 PyObject *mp_tensor_getitem(PyObject *self, PyObject *key);
 int mp_tensor_setitem(PyObject *self, PyObject *key, PyObject *value);
+/* index_advanced.c: keys with tensors, lists or bools (tensor_views.c dispatches to these) */
+int mp_index_is_advanced(PyObject *self, PyObject *key);
+PyObject *mp_index_get_advanced(PyObject *self, PyObject *key);
+int mp_index_set_advanced(PyObject *self, PyObject *key, PyObject *value);
+/* ops_bind_index.c: gather/scatter/index_*, split, flip, nonzero, ... */
+extern PyMethodDef mp_index_functions[];
+extern PyMethodDef mp_split_functions[];          /* ops_bind_split.c */
 /* interop_buffer.c: the buffer protocol (bf16 exported as 'H') */
 int mp_tensor_getbuffer(PyObject *self, Py_buffer *view, int flags);
 void mp_tensor_releasebuffer(PyObject *self, Py_buffer *view);

@@ -10,7 +10,7 @@ typedef struct {
 } MPDtype;
 
 static const char *const dtype_names[MP_DTYPE_COUNT] = {"float32", "float16", "bfloat16",
-                                                        "int64", "bool"};
+                                                        "int64", "bool", "uint8"};
 
 static const struct {
     const char *name;
@@ -21,7 +21,8 @@ static const struct {
     {"bfloat16", MP_DTYPE_BFLOAT16},
 };
 
-#define ACCEPTED "mpamp.float32, mpamp.float16, mpamp.bfloat16, mpamp.int64, mpamp.bool or " \
+#define ACCEPTED "mpamp.float32, mpamp.float16, mpamp.bfloat16, mpamp.int64, mpamp.bool, " \
+                 "mpamp.uint8 or " \
                  "one of the strings 'fp32', 'float32', 'fp16', 'float16', 'half', 'bf16', " \
                  "'bfloat16'"
 
@@ -45,7 +46,8 @@ static PyObject *dtype_itemsize(PyObject *self, void *closure)
 static PyObject *dtype_is_signed(PyObject *self, void *closure)
 {
     (void)closure;
-    return PyBool_FromLong(((MPDtype *)self)->dtype != MP_DTYPE_BOOL);
+    mp_dtype dt = ((MPDtype *)self)->dtype;
+    return PyBool_FromLong(dt != MP_DTYPE_BOOL && dt != MP_DTYPE_UINT8);
 }
 
 static PyObject *dtype_index(PyObject *self, void *closure)
@@ -65,7 +67,7 @@ static PyGetSetDef dtype_getset[] = {
     {"is_floating_point", dtype_is_floating_point, NULL, "True for float32/float16/bfloat16",
      NULL},
     {"itemsize", dtype_itemsize, NULL, "Bytes per element", NULL},
-    {"is_signed", dtype_is_signed, NULL, "True unless bool", NULL},
+    {"is_signed", dtype_is_signed, NULL, "False for bool and uint8", NULL},
     {"_index", dtype_index, NULL, "Position in the core's dtype enum", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -79,7 +81,7 @@ static PyType_Slot dtype_slots[] = {
     {Py_tp_repr, dtype_repr},
     {Py_tp_getset, dtype_getset},
     {Py_tp_methods, dtype_methods},
-    {Py_tp_doc, "A tensor element type: mpamp.float32, float16, bfloat16, int64 or bool."},
+    {Py_tp_doc, "A tensor element type: mpamp.float32, float16, bfloat16, int64, bool or uint8."},
     {0, NULL},
 };
 

@@ -1,5 +1,5 @@
 /* interop_buffer.c - the buffer protocol in both directions: tensors export their memory
- * (formats f, e, q, ?; bfloat16 as 'H' bits only through _memoryview, see below), and
+ * (formats f, e, q, ?, B; bfloat16 as 'H' bits only through _memoryview, see below), and
  * _from_buffer wraps another object's buffer (a NumPy array) without copying, keeping that
  * object alive. */
 #include "bindings.h"
@@ -15,6 +15,7 @@ static const char *buffer_format(mp_dtype dt)
     case MP_DTYPE_BFLOAT16: return "H";   /* raw bits: PEP 3118 has no bfloat16 code */
     case MP_DTYPE_INT64: return "q";
     case MP_DTYPE_BOOL: return "?";
+    case MP_DTYPE_UINT8: return "B";
     default: return "B";
     }
 }
@@ -109,6 +110,8 @@ static int dtype_of_format(const char *fmt, Py_ssize_t itemsize, mp_dtype *out)
         *out = MP_DTYPE_INT64;
     else if (strcmp(fmt, "?") == 0 && itemsize == 1)
         *out = MP_DTYPE_BOOL;
+    else if (strcmp(fmt, "B") == 0 && itemsize == 1)
+        *out = MP_DTYPE_UINT8;
     else if (strcmp(fmt, "H") == 0 && itemsize == 2)
         *out = MP_DTYPE_BFLOAT16;   /* only when the caller says the bits are bfloat16 */
     else

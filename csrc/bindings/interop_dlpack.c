@@ -70,6 +70,7 @@ static DLDataType dl_dtype_of(mp_dtype dt)
     case MP_DTYPE_BFLOAT16: d.code = kDLBfloat; d.bits = 16; break;
     case MP_DTYPE_INT64: d.code = kDLInt; d.bits = 64; break;
     case MP_DTYPE_BOOL: d.code = kDLBool; d.bits = 8; break;
+    case MP_DTYPE_UINT8: d.code = kDLUInt; d.bits = 8; break;
     default: break;
     }
     return d;
@@ -338,10 +339,12 @@ static int dtype_of_dl(DLDataType d, mp_dtype *out)
         *out = MP_DTYPE_INT64;
     else if (ok && d.code == kDLBool && d.bits == 8)
         *out = MP_DTYPE_BOOL;
+    else if (ok && d.code == kDLUInt && d.bits == 8)
+        *out = MP_DTYPE_UINT8;
     else {
         PyErr_Format(PyExc_TypeError, "from_dlpack: unsupported DLPack dtype %s%u (code=%u, "
                      "bits=%u, lanes=%u). The only supported types are: float32, float16, "
-                     "bfloat16, int64 and bool.", dl_code_name(d.code), (unsigned)d.bits,
+                     "bfloat16, int64, bool and uint8.", dl_code_name(d.code), (unsigned)d.bits,
                      (unsigned)d.code, (unsigned)d.bits, (unsigned)d.lanes);
         return -1;
     }

@@ -17,7 +17,11 @@ static int join_functions(void)
                                    mp_math_functions, mp_cnn_functions,
                                    mp_attention_functions,
                                    mp_stats_functions,
-                                   mp_nn_functions};
+                                   mp_nn_functions,
+                                   mp_index_functions,
+                                   mp_split_functions,
+                                   mp_hook_functions,
+                                   mp_random_functions};
     size_t n = 0, cap = sizeof module_functions / sizeof module_functions[0] - 1;
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         for (PyMethodDef *d = tables[i]; d->ml_name; d++) {

@@ -8,6 +8,7 @@
 #include "../core/chunk.h"
 #include "../core/elementwise.h"
 #include "../core/ops.h"
+#include "../core/rows.h"
 
 /* A wrapped-number int64 scalar holding all 64 bits of v (not rounded through a double). */
 static int wrapped_int(long long v, mp_tensor **out)

@@ -7,6 +7,7 @@
 
 #include "../core/autocast.h"
 #include "../core/ops.h"
+#include "../core/rows.h"
 
 /* Runs `stmt` with the GIL released when `big` (the core never touches Python). */
 #define NOGIL_IF(big, stmt)                                                                  \
@@ -382,7 +383,7 @@ static PyObject *clamp_method(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     if (inplace && is_float && !mp_dtype_is_float(a->dtype)) {
         PyErr_Format(PyExc_RuntimeError, "%s: result type Float can't be cast to the desired "
-                     "output type %s", fname, a->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
+                     "output type %s", fname, mp_dtype_torch_name(a->dtype));
         return NULL;
     }
     mp_status st = inplace ? mp_check_inplace(a, fname) : MP_OK;
@@ -390,7 +391,7 @@ static PyObject *clamp_method(PyObject *self, PyObject *const *args, Py_ssize_t 
         NOGIL_IF(is_big(a, NULL), st = clamp_run(a, has_min, lo, has_max, hi, is_float, &out));
     if (!inplace || st != MP_OK)
         return finish(s, st, out);
-    st = mp_copy_maybe_nogil(a, out);
+    st = mp_inplace_commit(a, out, fname);
     mp_tensor_decref(out);
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);
 }

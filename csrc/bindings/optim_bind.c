@@ -191,6 +191,9 @@ static int parse_group(mp_state *s, PyObject *const *a, const char *fn, tlist *p
         tlist_free(mst);
         return -1;
     }
+    for (Py_ssize_t i = 0; i < p->n; i++)
+        p->arr[i]->storage->version++;     /* an in-place write, as torch's: saved copies of
+                                              these parameters are stale from now on */
     grp->n = (int)p->n;
     grp->params = p->arr;
     grp->grads = g->arr;

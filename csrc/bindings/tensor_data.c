@@ -42,6 +42,8 @@ static PyObject *f_set_data(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     if (!fresh)
         return mp_raise(MP_ERR_NOMEM);
     fresh->requires_grad = old->requires_grad;
+    fresh->hooks = old->hooks;              /* hooks belong to the parameter, not its data */
+    old->hooks = NULL;
     if (old->grad && old->grad->dtype == fresh->dtype && same_shape(old->grad, fresh)) {
         fresh->grad = old->grad;            /* moved: .grad keeps its identity */
         old->grad = NULL;

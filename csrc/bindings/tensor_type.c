@@ -44,12 +44,13 @@ static int tensor_traverse(PyObject *self, visitproc visit, void *arg)
 {
     Py_VISIT(((MPTensor *)self)->grad_obj);
     Py_VISIT(Py_TYPE(self));
-    return 0;
+    return mp_tensor_traverse_hooks(self, visit, arg);
 }
 
 static int tensor_clear(PyObject *self)
 {
     Py_CLEAR(((MPTensor *)self)->grad_obj);
+    mp_tensor_clear_hooks(self);
     return 0;
 }
 
@@ -136,6 +137,8 @@ static PyObject *get_is_cuda(PyObject *self, void *c)
 static PyObject *get_requires_grad(PyObject *self, void *c)
 {
     (void)c;
+    if (mp_tensor_sync(self) < 0)
+        return NULL;
     return PyBool_FromLong(MP_T(self)->requires_grad);
 }
 
@@ -147,7 +150,7 @@ static int set_requires_grad(PyObject *self, PyObject *value, void *c)
         return -1;
     }
     int flag = PyObject_IsTrue(value);
-    if (flag < 0)
+    if (flag < 0 || mp_tensor_sync(self) < 0)
         return -1;
     if (flag && !mp_dtype_is_float(MP_T(self)->dtype)) {
         PyErr_SetString(PyExc_RuntimeError, "only Tensors of floating point dtype can require "
@@ -162,7 +165,12 @@ static int set_requires_grad(PyObject *self, PyObject *value, void *c)
                         "doesn't require differentiation use var_no_grad = var.detach().");
         return -1;
     }
-    MP_T(self)->requires_grad = flag;
+    mp_tensor *t = MP_T(self);
+    if (flag && t->base && !t->base->requires_grad) {
+        mp_tensor_decref(t->base);      /* a leaf of its own now, no longer a view */
+        t->base = NULL;
+    }
+    t->requires_grad = flag;
     return 0;
 }
 
@@ -221,12 +229,16 @@ static int set_grad(PyObject *self, PyObject *value, void *c)
 static PyObject *get_grad_fn(PyObject *self, void *c)
 {
     (void)c;
+    if (mp_tensor_sync(self) < 0)
+        return NULL;
     return mp_wrap_node(mp_state_of_type(Py_TYPE(self)), MP_T(self)->grad_fn);
 }
 
 static PyObject *get_is_leaf(PyObject *self, void *c)
 {
     (void)c;
+    if (mp_tensor_sync(self) < 0)
+        return NULL;
     return PyBool_FromLong(MP_T(self)->grad_fn == NULL);
 }
 
@@ -256,6 +268,11 @@ static PyGetSetDef tensor_getset[] = {
     {"is_leaf", get_is_leaf, NULL, "True unless produced by a recorded op", NULL},
     {"itemsize", get_itemsize, NULL, "Bytes per element", NULL},
     {"nbytes", get_nbytes, NULL, "Bytes of the elements viewed", NULL},
+    {"_version", mp_get_version, NULL, "Writes into the storage so far (autograd's counter)",
+     NULL},
+    {"_base", mp_get_base, NULL, "The tensor this one is a view of, or None", NULL},
+    {"retains_grad", mp_get_retains_grad, NULL, "True after retain_grad() on a non-leaf",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -442,6 +459,7 @@ static PyObject *m_half(PyObject *self, PyObject *u) { (void)u; return cast_to(s
 static PyObject *m_bfloat16(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_BFLOAT16, 0); }
 static PyObject *m_long(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_INT64, 0); }
 static PyObject *m_bool(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_BOOL, 0); }
+static PyObject *m_byte(PyObject *self, PyObject *u) { (void)u; return cast_to(self, MP_DTYPE_UINT8, 0); }
 
 static PyObject *m_type_as(PyObject *self, PyObject *other)
 {
@@ -490,6 +508,7 @@ static PyMethodDef tensor_core_methods[] = {
     {"bfloat16", m_bfloat16, METH_NOARGS, "Convert to bfloat16"},
     {"long", m_long, METH_NOARGS, "Convert to int64"},
     {"bool", m_bool, METH_NOARGS, "Convert to bool"},
+    {"byte", m_byte, METH_NOARGS, "Convert to uint8"},
     {"type_as", m_type_as, METH_O, "Convert to other's dtype"},
     {"clone", m_clone, METH_NOARGS, "A contiguous copy"},
     {"contiguous", m_contiguous, METH_NOARGS, "self if contiguous, else a contiguous copy"},
@@ -572,7 +591,8 @@ int mp_tensor_type_init(PyObject *module, mp_state *s)
                                    mp_tensor_interop_methods, mp_tensor_ops_methods,
                                    mp_tensor_reduce_methods, mp_tensor_matmul_methods,
                                    mp_tensor_compare_methods, mp_tensor_math_methods,
-                                   mp_tensor_attention_methods};
+                                   mp_tensor_attention_methods,
+                                   mp_tensor_autograd_methods};
     if (join_methods(tables, sizeof tables / sizeof tables[0]) < 0 || join_slots() < 0)
         return -1;
     PyObject *tp = PyType_FromModuleAndSpec(module, &tensor_spec, NULL);

@@ -1,6 +1,7 @@
 /* tensor_views.c - Tensor methods that make views (view, reshape, transpose, permute,
  * (un)squeeze, flatten, expand, detach), basic indexing (t[...] and t[...] = v), and the
- * in-place writers copy_, fill_, zero_. Validation and the view math are in core/view.c. */
+ * in-place writers copy_, fill_, zero_ (through the in-place seam, core/inplace.c).
+ * Validation and the view math are in core/view.c. */
 #include "bindings.h"
 
 #include "../core/ops.h"
@@ -209,7 +210,21 @@ static PyObject *m_detach(PyObject *self, PyObject *unused)
     return finish(self, mp_view_make(t, t->shape, t->strides, t->ndim, t->offset, &out), &out);
 }
 
-/* ---- in-place writers ---- */
+/* ---- in-place writers: through mp_check_inplace / mp_inplace_commit, like every in-place
+ * op, so autograd sees them (gradient to the source; none to the overwritten values) ---- */
+
+static mp_status commit_maybe_nogil(mp_tensor *dst, mp_tensor *res, const char *fname)
+{
+    mp_status st;
+    if (mp_tensor_numel(dst) >= MP_NOGIL_NUMEL) {
+        Py_BEGIN_ALLOW_THREADS
+        st = mp_inplace_commit(dst, res, fname);
+        Py_END_ALLOW_THREADS
+    } else {
+        st = mp_inplace_commit(dst, res, fname);
+    }
+    return st;
+}
 
 static mp_status copy_broadcast(mp_tensor *dst, mp_tensor *src)
 {
@@ -220,7 +235,8 @@ static mp_status copy_broadcast(mp_tensor *dst, mp_tensor *src)
     st = mp_view_expand(src, dst->shape, dst->ndim, &expanded);
     if (st != MP_OK)
         return st;
-    st = mp_copy_maybe_nogil(dst, expanded);
+    if ((st = mp_record_view(MP_VIEWOP_EXPAND, src, expanded, NULL, 0)) == MP_OK)
+        st = commit_maybe_nogil(dst, expanded, "copy_");
     mp_tensor_decref(expanded);
     return st;
 }
@@ -240,12 +256,14 @@ static int fill_with(mp_tensor *t, PyObject *value, const char *fname)
     mp_scalar v;
     if (mp_parse_scalar(value, fname, &v) < 0)
         return -1;
-    mp_status st = mp_check_inplace(t, fname);
-    if (st != MP_OK)
-        return mp_raise_int(st);
-    Py_BEGIN_ALLOW_THREADS
-    st = mp_tensor_fill_(t, v);
-    Py_END_ALLOW_THREADS
+    mp_status st;
+    if (mp_tensor_numel(t) >= MP_NOGIL_NUMEL) {
+        Py_BEGIN_ALLOW_THREADS
+        st = mp_inplace_fill(t, v, fname);
+        Py_END_ALLOW_THREADS
+    } else {
+        st = mp_inplace_fill(t, v, fname);
+    }
     return st == MP_OK ? 0 : mp_raise_int(st);
 }
 
@@ -389,6 +407,8 @@ static mp_tensor *index_view(PyObject *self, PyObject *key)
 
 PyObject *mp_tensor_getitem(PyObject *self, PyObject *key)
 {
+    if (mp_index_is_advanced(self, key))
+        return mp_index_get_advanced(self, key);
     mp_tensor *view = index_view(self, key);
     return view ? mp_wrap(STATE(self), view) : NULL;
 }
@@ -399,6 +419,8 @@ int mp_tensor_setitem(PyObject *self, PyObject *key, PyObject *value)
         PyErr_SetString(PyExc_TypeError, "tensor elements cannot be deleted");
         return -1;
     }
+    if (mp_index_is_advanced(self, key))
+        return mp_index_set_advanced(self, key, value);
     mp_tensor *view = index_view(self, key);
     if (!view)
         return -1;

@@ -92,6 +92,10 @@ static const struct {
     [MP_AC_OP_NORMALIZE] = {"normalize", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_COSINE_SIMILARITY] = {"cosine_similarity", MP_AC_NONE, MP_AC_FP32},
     [MP_AC_OP_SOFTPLUS] = {"softplus", MP_AC_NONE, MP_AC_FP32},
+    /* CUDA promotes index_put and scatter_add; CPU promotes index_copy (torch's lists) */
+    [MP_AC_OP_INDEX_PUT] = {"index_put", MP_AC_NONE, MP_AC_PROMOTE},
+    [MP_AC_OP_SCATTER_ADD] = {"scatter_add", MP_AC_NONE, MP_AC_PROMOTE},
+    [MP_AC_OP_INDEX_COPY] = {"index_copy", MP_AC_PROMOTE, MP_AC_NONE},
 };
 
 /* torch's error for the ops it bans under autocast */

@@ -49,6 +49,9 @@ typedef enum {
     MP_AC_OP_NORMALIZE,
     MP_AC_OP_COSINE_SIMILARITY,
     MP_AC_OP_SOFTPLUS,
+    MP_AC_OP_INDEX_PUT,
+    MP_AC_OP_SCATTER_ADD,
+    MP_AC_OP_INDEX_COPY,
     /* new ops: one line each, above this one */
     MP_AC_OP_COUNT
 } mp_ac_op;

@@ -2,7 +2,9 @@
  * A node knows its backward function, one edge per input (the producer node and which of its
  * outputs, or NULL when that input needs no gradient), saved tensors (detached headers, so
  * no reference cycles) and small op arguments. Leaves get an accumulate node that adds into
- * tensor->grad. Backward walks nodes in reverse creation order (a valid topological order).
+ * tensor->grad. Backward walks nodes in reverse creation order (a valid topological order),
+ * running each leaf's accumulate node as soon as its last consumer ran. Saved tensors carry
+ * the storage version they were saved at (stale ones are refused). Hooks: autograd_hooks.h.
  * Grad mode is thread-local. No Python here: user Functions plug in through `backward`. */
 #ifndef MP_AUTOGRAD_H
 #define MP_AUTOGRAD_H
@@ -43,6 +45,7 @@ struct mp_node {
     mp_tensor *leaf;                /* accumulate nodes: the leaf (owned) */
     uint64_t seq;                   /* creation order */
     int64_t scratch;                /* engine bookkeeping */
+    struct mp_hook *hooks;          /* tensor hooks / retain_grad on outputs (owned) */
 };
 
 /* Thread-local grad mode (no_grad / enable_grad). */
@@ -63,10 +66,26 @@ mp_status mp_autograd_record(const char *name, mp_backward_fn backward,
                              mp_tensor *const *outputs, int n_outputs, mp_node **node_out);
 /* Shape of input i as recorded (for reducing broadcast gradients). */
 const int64_t *mp_node_in_shape(const mp_node *n, int i, int *ndim);
-/* Saves a detached header of t (NULL allowed) in slot i (slots grow as needed). */
+/* Saves a detached header of t (NULL allowed) in slot i (slots grow as needed), with t's
+ * storage version. Save after mp_autograd_record so that a saved output names its node. */
 mp_status mp_node_save(mp_node *n, int i, mp_tensor *t);
-/* Saved tensor i; NULL plus an error when the graph was already freed. */
+/* Saved tensor i (NULL when none was saved); NULL plus an error when the graph was already
+ * freed or the tensor was modified in place after it was saved (torch's message). */
 mp_tensor *mp_node_saved(mp_node *n, int i);
+/* The next creation number: nodes made from now on have a larger seq. */
+uint64_t mp_node_seq_now(void);
+/* Records a node whatever the grad mode (inplace.c's history rewrites; views brought up to
+ * date lazily): like mp_autograd_record once some input requires grad. */
+mp_status mp_autograd_record_always(const char *name, mp_backward_fn backward,
+                                    mp_tensor *const *inputs, int n_inputs,
+                                    mp_tensor *const *outputs, int n_outputs,
+                                    mp_node **node_out);
+/* The accumulate node of a leaf that requires grad (a new reference), NULL when out of
+ * memory. */
+mp_node *mp_leaf_accumulator(mp_tensor *t);
+/* Makes a stale view's grad_fn current (inplace.c): after a write into its storage, a view
+ * of a base that requires grad gets a node from the base's present history. */
+mp_status mp_view_refresh(mp_tensor *t);
 
 /* A new header sharing t's storage and layout, without autograd history. */
 mp_tensor *mp_tensor_detach(const mp_tensor *t);

@@ -18,6 +18,7 @@ static float load1_f32(mp_dtype dt, const char *p)
     case MP_DTYPE_BFLOAT16: return mp_bf16_to_f32(*(const mp_bf16 *)p);
     case MP_DTYPE_INT64: return (float)*(const int64_t *)p;     /* one rounding */
     case MP_DTYPE_BOOL: return *(const uint8_t *)p ? 1.0f : 0.0f;
+    case MP_DTYPE_UINT8: return (float)*(const uint8_t *)p;
     default: return 0.0f;
     }
 }
@@ -89,6 +90,7 @@ void mp_chunk_truth(const char *p, int64_t stride, mp_dtype dt, int64_t n, uint8
     int64_t step = stride * (int64_t)mp_dtype_size(dt);
     switch (dt) {
     case MP_DTYPE_BOOL:
+    case MP_DTYPE_UINT8:
         for (int64_t i = 0; i < n; i++)
             buf[i] = p[i * step] != 0;
         return;
@@ -126,6 +128,11 @@ void mp_chunk_store_i64(char *p, int64_t stride, mp_dtype dt, const int64_t *v, 
             p[i * stride] = v[i] != 0;
         return;
     }
+    if (dt == MP_DTYPE_UINT8) {             /* wraps modulo 256, as torch */
+        for (int64_t i = 0; i < n; i++)
+            p[i * stride] = (char)(uint8_t)v[i];
+        return;
+    }
     if (stride == 1) {
         if ((const char *)v != p)
             memcpy(p, v, (size_t)n * sizeof(int64_t));
@@ -159,7 +166,7 @@ void mp_chunk_store_f32(char *p, int64_t stride, mp_dtype dt, const float *v, in
 /* integers (bool included) may not receive floats, bool may not receive integers */
 static int rank_of(mp_dtype d)
 {
-    return d == MP_DTYPE_BOOL ? 0 : d == MP_DTYPE_INT64 ? 1 : 2;
+    return d == MP_DTYPE_BOOL ? 0 : mp_dtype_is_float(d) ? 2 : 1;     /* int64, uint8: 1 */
 }
 
 mp_status mp_check_result_cast(mp_dtype result, mp_dtype self)

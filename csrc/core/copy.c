@@ -17,6 +17,7 @@ double mp_load_f64(mp_dtype dt, const char *p)
     case MP_DTYPE_BFLOAT16: return mp_bf16_to_f32(*(const mp_bf16 *)p);
     case MP_DTYPE_INT64: return (double)*(const int64_t *)p;
     case MP_DTYPE_BOOL: return *(const uint8_t *)p ? 1.0 : 0.0;
+    case MP_DTYPE_UINT8: return (double)*(const uint8_t *)p;
     default: return 0.0;
     }
 }
@@ -36,6 +37,8 @@ int64_t mp_load_i64(mp_dtype dt, const char *p)
         return *(const int64_t *)p;
     if (dt == MP_DTYPE_BOOL)
         return *(const uint8_t *)p ? 1 : 0;
+    if (dt == MP_DTYPE_UINT8)
+        return *(const uint8_t *)p;
     return f64_to_i64(mp_load_f64(dt, p));
 }
 
@@ -48,6 +51,11 @@ void mp_store_scalar(mp_dtype dt, char *p, mp_scalar v)
     case MP_DTYPE_BFLOAT16: *(mp_bf16 *)p = mp_f32_to_bf16((float)f); break;
     case MP_DTYPE_INT64: *(int64_t *)p = v.is_int ? v.i : f64_to_i64(f); break;
     case MP_DTYPE_BOOL: *(uint8_t *)p = v.is_int ? v.i != 0 : f != 0.0; break;
+    /* uint8 wraps modulo 256 as torch's integer casts do; floats truncate toward zero
+     * first, and NaN, inf and values beyond int64 give 0 (torch leaves them undefined) */
+    case MP_DTYPE_UINT8:
+        *(uint8_t *)p = (uint8_t)((uint64_t)(v.is_int ? v.i : f64_to_i64(f)) & 0xFFu);
+        break;
     default: break;
     }
 }
@@ -55,7 +63,7 @@ void mp_store_scalar(mp_dtype dt, char *p, mp_scalar v)
 static mp_scalar load_scalar(mp_dtype dt, const char *p)
 {
     mp_scalar s = {0.0, 0, 0};
-    if (dt == MP_DTYPE_INT64 || dt == MP_DTYPE_BOOL) {
+    if (mp_dtype_is_integral(dt)) {
         s.is_int = 1;
         s.i = mp_load_i64(dt, p);
     } else {

@@ -156,7 +156,7 @@ mp_status mp_map_f64(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_f64
 
 static int kind_of(mp_dtype d)
 {
-    return d == MP_DTYPE_BOOL ? 0 : d == MP_DTYPE_INT64 ? 1 : 2;
+    return d == MP_DTYPE_BOOL ? 0 : mp_dtype_is_integral(d) ? 1 : 2;
 }
 
 mp_dtype mp_promote_types(mp_dtype a, mp_dtype b)
@@ -166,8 +166,9 @@ mp_dtype mp_promote_types(mp_dtype a, mp_dtype b)
     int ka = kind_of(a), kb = kind_of(b);
     if (ka != kb)
         return ka > kb ? a : b;
-    /* same kind, different dtypes: only floats reach here (fp16 / bf16 / fp32) */
-    return MP_DTYPE_FLOAT32;
+    /* same kind, different dtypes: uint8 with int64 widens to int64 (mpamp has no int16, the
+     * type torch gives uint8 with int8); floats (fp16 / bf16 / fp32) meet at fp32 */
+    return ka == 1 ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
 }
 
 mp_dtype mp_result_type(mp_tensor *const *ts, int n)
@@ -243,7 +244,7 @@ mp_status mp_tensor_full(const int64_t *shape, int ndim, mp_dtype dt, double v, 
     mp_status st = mp_tensor_empty(shape, ndim, dt, MP_DEVICE_CPU, out);
     if (st != MP_OK)
         return st;
-    int is_int = dt == MP_DTYPE_INT64 || dt == MP_DTYPE_BOOL;
+    int is_int = mp_dtype_is_integral(dt);
     mp_scalar s = {v, is_int ? (int64_t)v : 0, is_int};
     return mp_tensor_fill_(*out, s);
 }

@@ -18,7 +18,7 @@
 const char *mp_dtype_label(mp_dtype dt)
 {
     static const char *const names[MP_DTYPE_COUNT] = {"float32", "float16", "bfloat16",
-                                                      "int64", "bool"};
+                                                      "int64", "bool", "uint8"};
     return (unsigned)dt < MP_DTYPE_COUNT ? names[dt] : "unknown";
 }
 
@@ -297,7 +297,9 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
         fused.bias_dt = bias->dtype;
         fused.bias_scale = (float)beta;
     }
-    mp_dtype wt = direct ? dt : dt == MP_DTYPE_INT64 ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
+    /* integers (int64, uint8) multiply exactly in int64; a uint8 result then wraps modulo
+     * 256, which is what torch's uint8 arithmetic gives */
+    mp_dtype wt = direct ? dt : mp_dtype_is_integral(dt) ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
     mp_tensor *c = NULL, *cv = NULL;
     int accumulate = 0;
     mp_status st = mp_tensor_empty(oshape, ond, wt, MP_DEVICE_CPU, &c);

@@ -14,8 +14,8 @@ mp_status mp_op_add(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out); 
 mp_status mp_op_sub(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out);
 mp_status mp_op_mul(mp_tensor *a, mp_tensor *b, mp_tensor **out);
 mp_status mp_op_div(mp_tensor *a, mp_tensor *b, mp_tensor **out);
-/* In place: a = a (op) b; b broadcasts to a's shape; the result is cast to a's dtype. Errors
- * when a requires grad and grad mode is on (see README: in-place and autograd). */
+/* In place: a = a (op) b; b broadcasts to a's shape; the result is cast to a's dtype; through
+ * mp_check_inplace / mp_inplace_commit (autograd as torch's). */
 mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha);
 enum { MP_BIN_ADD, MP_BIN_SUB, MP_BIN_MUL, MP_BIN_DIV, MP_BIN_POW };
 
@@ -157,14 +157,25 @@ typedef enum {
  * SLICE {dim, start, stop, step} (normalised); SELECT {dim, index} (normalised) */
 mp_status mp_record_view(mp_view_op kind, mp_tensor *a, mp_tensor *out, const int64_t *args,
                          int nargs);
+/* Marks out as a view of a (when it shares a's storage) for in-place autograd: out->base is
+ * a's base, or a. mp_record_view calls it; a view op that records its own node calls it too
+ * (inplace.c). */
+void mp_view_set_base(mp_tensor *out, mp_tensor *a);
 /* out = a converted to dtype (a new tensor); the gradient is converted back */
 mp_status mp_op_to_dtype(mp_tensor *a, mp_dtype dtype, int copy, mp_tensor **out);
-/* Errors for in-place ops on tensors that require grad while grad mode is on. */
+/* ---- in-place ops (inplace.c) ---- */
+/* The first step of every in-place op: torch's refusals (a leaf that requires grad, a view
+ * of one, a view made under no_grad, a destination with overlapping elements), and the mark
+ * from which nodes belong to this op (see mp_inplace_commit). */
 mp_status mp_check_inplace(mp_tensor *a, const char *op_name);
 /* The last step of every in-place op: res, computed out of place by ops that record autograd,
- * is written into a (cast to a's dtype; res must have a's shape). Call mp_check_inplace
- * first, so a refused op does no work. This is the one place in-place writes meet
- * autograd. */
+ * is written into a (cast to a's dtype; res must have a's shape, may share a's memory), a's
+ * storage version is bumped, and a's history rebased on res's (a view's base gets a
+ * CopySlices node). Tensors that the op's own nodes saved from a are copied before the write;
+ * a saved res is pointed at a. This is the one place in-place writes meet autograd. */
 mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name);
+/* a = value (fill_, zero_, t[i] = 3): check and commit in one; no allocation unless autograd
+ * must record it. */
+mp_status mp_inplace_fill(mp_tensor *a, mp_scalar value, const char *op_name);
 
 #endif

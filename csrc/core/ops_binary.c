@@ -7,6 +7,7 @@
 #include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
+#include "rows.h"
 
 static void f_add(const float *const *in, float *out, int64_t n, const double *args)
 {
@@ -117,10 +118,13 @@ static mp_status add_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     return st;
 }
 
+/* mul and div save only what the wanted gradients read (a for b's, b for a's; div's b for
+ * both): a tensor that is not needed is not kept alive, nor refused when written in place */
 static mp_status mul_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
-    mp_tensor *a = mp_node_saved(n, 0), *b = mp_node_saved(n, 1), *g = gout[0], *t = NULL;
-    if (!a || !b)
+    mp_tensor *a = n->next[1].node ? mp_node_saved(n, 0) : NULL;
+    mp_tensor *b = n->next[0].node ? mp_node_saved(n, 1) : NULL, *g = gout[0], *t = NULL;
+    if ((n->next[1].node && !a) || (n->next[0].node && !b))
         return MP_ERR_RUNTIME;
     mp_status st = MP_OK;
     if (n->next[0].node && (st = mp_op_mul(g, b, &t)) == MP_OK) {
@@ -148,8 +152,9 @@ static void f_div_grad_b(const float *const *in, float *out, int64_t n, const do
 /* d(a/b)/da = g/b; d(a/b)/db = -g*a/b^2 */
 static mp_status div_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
-    mp_tensor *a = mp_node_saved(n, 0), *b = mp_node_saved(n, 1), *g = gout[0], *t = NULL;
-    if (!a || !b)
+    mp_tensor *a = n->next[1].node ? mp_node_saved(n, 0) : NULL, *b = mp_node_saved(n, 1);
+    mp_tensor *g = gout[0], *t = NULL;
+    if (!b || (n->next[1].node && !a))
         return MP_ERR_RUNTIME;
     mp_status st = MP_OK;
     if (n->next[0].node && (st = mp_op_div(g, b, &t)) == MP_OK) {
@@ -188,7 +193,10 @@ static mp_status binary(int which, mp_tensor *a, mp_tensor *b, double alpha, mp_
     if (st == MP_OK && node) {
         node->fargs[0] = which == MP_BIN_SUB ? -alpha : alpha;
         /* add/sub need only shapes (recorded by the node); mul/div need the values */
-        if (which >= MP_BIN_MUL && (st = mp_node_save(node, 0, a)) == MP_OK)
+        int grad_b = node->next[1].node != NULL;
+        if (which >= MP_BIN_MUL && grad_b)
+            st = mp_node_save(node, 0, a);
+        if (st == MP_OK && (which == MP_BIN_DIV || (which == MP_BIN_MUL && node->next[0].node)))
             st = mp_node_save(node, 1, b);
     }
     if (st != MP_OK) {
@@ -218,17 +226,6 @@ mp_status mp_op_div(mp_tensor *a, mp_tensor *b, mp_tensor **out)
     return binary(MP_BIN_DIV, a, b, 1.0, out);
 }
 
-mp_status mp_check_inplace(mp_tensor *a, const char *op_name)
-{
-    if (a->requires_grad && mp_grad_enabled())
-        return mp_error(MP_ERR_RUNTIME, "%s: in-place operations on tensors that require "
-                        "grad are not supported while grad mode is on%s; use the "
-                        "out-of-place form or wrap the update in mpamp.no_grad()", op_name,
-                        a->grad_fn ? "" : " (a leaf Variable that requires grad is being "
-                        "used in an in-place operation)");
-    return MP_OK;
-}
-
 mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha)
 {
     static const char *const inplace_names[] = {"add_", "sub_", "mul_", "div_", "pow_"};
@@ -239,29 +236,15 @@ mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha)
     if (mp_dtype_is_float(dt) && !mp_dtype_is_float(a->dtype))
         return mp_error(MP_ERR_RUNTIME, "result type %s can't be cast to the desired output "
                         "type %s", mp_dtype_is_float(dt) ? "Float" : "Long",
-                        a->dtype == MP_DTYPE_BOOL ? "Bool" : "Long");
+                        mp_dtype_torch_name(a->dtype));
     mp_tensor *res = NULL;
     if (which == MP_BIN_POW)
         st = mp_op_pow(a, b, &res);
     else
-        st = compute(which, a, b, alpha, dt, &res);
+        st = binary(which, a, b, alpha, &res);   /* records autograd; commit rebases a */
     if (st != MP_OK)
         return st;
     st = mp_inplace_commit(a, res, inplace_names[which]);
     mp_tensor_decref(res);
     return st;
-}
-
-mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name)
-{
-    (void)op_name;
-    if (res->ndim != a->ndim || memcmp(res->shape, a->shape, sizeof(int64_t) *
-                                       (size_t)a->ndim) != 0) {
-        char sa[256], sr[256];
-        mp_format_shape(sa, sizeof sa, a->shape, a->ndim);
-        mp_format_shape(sr, sizeof sr, res->shape, res->ndim);
-        return mp_error(MP_ERR_SHAPE, "output with shape %s doesn't match the broadcast shape "
-                        "%s", sa, sr);
-    }
-    return mp_tensor_copy_(a, res);
 }

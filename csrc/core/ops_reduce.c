@@ -58,8 +58,8 @@ static mp_status sum_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
  * exact), so the cast can be skipped. */
 static int exact_widening(mp_dtype from, mp_dtype to)
 {
-    if (from == to || from == MP_DTYPE_BOOL)
-        return 1;
+    if (from == to || from == MP_DTYPE_BOOL || from == MP_DTYPE_UINT8)
+        return 1;        /* 0..255 is exact in every dtype */
     return mp_dtype_is_float(from) ? to == MP_DTYPE_FLOAT32 : 0;
 }
 

@@ -32,7 +32,7 @@ static const struct {
                             bwd_map, or NO_VM */
 } ops[MP_UN_COUNT] = {
     [MP_UN_NEG] = {"neg", "NegBackward0", INT_KEEP, 0, 0, NO_VM, NO_VM},
-    [MP_UN_RELU] = {"relu", "ReluBackward0", INT_KEEP, 0, 0, NO_VM, NO_VM},
+    [MP_UN_RELU] = {"relu", "ReluBackward0", INT_KEEP, 1, 0, NO_VM, NO_VM},   /* output: as torch */
     [MP_UN_GELU] = {"gelu", "GeluBackward0", INT_FLOAT, 0, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
     [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", INT_FLOAT, 0, 0, MP_VM_GELU_TANH,
                          MP_VM_GELU_TANH_GRAD},

@@ -69,6 +69,7 @@ mp_status mp_record_view(mp_view_op kind, mp_tensor *a, mp_tensor *out, const in
     mp_node *node;
     if (nargs > MP_NODE_ARGS - 1)
         return mp_error(MP_ERR_VALUE, "too many view arguments");
+    mp_view_set_base(out, a);
     mp_status st = mp_autograd_record(view_names[kind], view_backward, &a, 1, &out, 1, &node);
     if (st != MP_OK || !node)
         return st;

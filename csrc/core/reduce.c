@@ -142,7 +142,7 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
     if (st == MP_OK) {
         char *dst = mp_tensor_data(*out);
         size_t sz = mp_dtype_size(out_dtype);
-        int is_int = out_dtype == MP_DTYPE_INT64;
+        int is_int = mp_dtype_is_integral(out_dtype);
         for (int64_t i = 0; i < onumel; i++) {
             int64_t iv = int_acc ? ((const int64_t *)(const void *)acc)[i] : (int64_t)acc[i];
             mp_scalar v = {acc[i], iv, is_int};

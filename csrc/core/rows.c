@@ -18,6 +18,7 @@ const char *mp_dtype_torch_name(mp_dtype dt)
     case MP_DTYPE_BFLOAT16: return "BFloat16";
     case MP_DTYPE_INT64: return "Long";
     case MP_DTYPE_BOOL: return "Bool";
+    case MP_DTYPE_UINT8: return "Byte";
     default: return "?";
     }
 }

@@ -6,6 +6,7 @@
 
 #include "alloc.h"
 #include "autograd.h"
+#include "autograd_hooks.h"
 
 mp_status mp_storage_new(size_t nbytes, mp_device device, mp_storage **out)
 {
@@ -24,6 +25,7 @@ mp_status mp_storage_new(size_t nbytes, mp_device device, mp_storage **out)
     s->device = device;
     s->release = NULL;
     s->release_ctx = NULL;
+    s->version = 0;
     *out = s;
     return MP_OK;
 }
@@ -42,6 +44,7 @@ mp_storage *mp_storage_wrap(void *data, size_t nbytes, mp_device device,
     s->device = device;
     s->release = release;
     s->release_ctx = ctx;
+    s->version = 0;
     return s;
 }
 
@@ -162,6 +165,9 @@ void mp_tensor_decref(mp_tensor *t)
 {
     if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0)
         return;
+    if (t->hooks || t->retain_node)
+        mp_tensor_release_hooks(t);
+    mp_tensor_decref(t->base);
     mp_node_decref(t->grad_fn);
     mp_tensor_decref(t->grad);
     mp_storage_decref(t->storage);

@@ -1,6 +1,7 @@
 /* tensor.h - the core tensor: dtype, device, shape, strides (in elements), offset, and a
  * refcounted storage. Views share storage. No Python here: the bindings wrap an mp_tensor
- * in a Python object. Autograd fields join this struct with the tape. */
+ * in a Python object. Autograd fields join this struct with the tape; the version counter
+ * (per storage) and the view base serve in-place ops under autograd (inplace.c). */
 #ifndef MP_TENSOR_H
 #define MP_TENSOR_H
 
@@ -16,9 +17,13 @@ typedef struct mp_storage {
     /* External owner (a NumPy array, a DLPack producer): release(ctx) instead of mp_free. */
     void (*release)(void *ctx);
     void *release_ctx;
+    /* Bumped by every in-place write that autograd must know of (mp_inplace_commit): a tensor
+     * saved for backward remembers it, and backward refuses a stale one (torch's _version). */
+    int64_t version;
 } mp_storage;
 
 struct mp_node;
+struct mp_hook;
 
 typedef struct mp_tensor {
     int64_t refcount;
@@ -33,9 +38,30 @@ typedef struct mp_tensor {
     int output_nr;                  /* which output of grad_fn this tensor is */
     struct mp_node *grad_fn;        /* owned reference */
     struct mp_node *grad_accumulator; /* not owned: cleared when that node dies */
-    struct mp_tensor *grad;         /* owned; leaves only */
+    struct mp_tensor *grad;         /* owned; leaves, and non-leaves that retain_grad() */
     int wrapped_number;             /* a Python scalar: lowest priority in type promotion */
+    /* views (set by mp_record_view): the tensor this one views (owned; never itself a view),
+     * and the storage version at which grad_fn was last made current; a write through the
+     * base or any other view makes grad_fn stale, and mp_view_refresh remakes it. */
+    struct mp_tensor *base;
+    int64_t view_version;
+    unsigned char view_no_grad;     /* the view was made while grad mode was off */
+    unsigned char version_exempt;   /* .data headers: writes through them bump no version */
+    unsigned char retains_grad;
+    /* saved headers (mp_node_save): the version when saved, and the node whose output
+     * `saved_output_nr` the tensor was (not owned: the saving node keeps it alive), or NULL */
+    int saved_output_nr;
+    int64_t saved_version;
+    const struct mp_node *saved_fn;
+    struct mp_hook *hooks;          /* leaves: tensor and post-accumulate hooks (owned) */
+    struct mp_node *retain_node;    /* retain_grad(): the node holding its hook (owned) */
 } mp_tensor;
+
+/* A view whose grad_fn predates a write into its storage (see mp_view_refresh). */
+static inline int mp_view_stale(const mp_tensor *t)
+{
+    return t->base && t->view_version != t->storage->version;
+}
 
 /* Storage */
 mp_status mp_storage_new(size_t nbytes, mp_device device, mp_storage **out);

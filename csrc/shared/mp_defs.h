@@ -35,7 +35,8 @@ typedef enum {
     MP_DTYPE_BFLOAT16 = 2,
     MP_DTYPE_INT64 = 3,
     MP_DTYPE_BOOL = 4,
-    MP_DTYPE_COUNT = 5
+    MP_DTYPE_UINT8 = 5,     /* appended after bool so the older indices keep their values */
+    MP_DTYPE_COUNT = 6
 } mp_dtype;
 
 typedef enum { MP_DEVICE_CPU = 0, MP_DEVICE_CUDA = 1 } mp_device;
@@ -48,6 +49,7 @@ MP_HD size_t mp_dtype_size(mp_dtype dt)
     case MP_DTYPE_BFLOAT16: return 2;
     case MP_DTYPE_INT64: return 8;
     case MP_DTYPE_BOOL: return 1;
+    case MP_DTYPE_UINT8: return 1;
     default: return 0;
     }
 }
@@ -55,6 +57,12 @@ MP_HD size_t mp_dtype_size(mp_dtype dt)
 MP_HD int mp_dtype_is_float(mp_dtype dt)
 {
     return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
+}
+
+/* int64, uint8 and bool: exact integer storage (mp_scalar.is_int when loaded). */
+MP_HD int mp_dtype_is_integral(mp_dtype dt)
+{
+    return dt == MP_DTYPE_INT64 || dt == MP_DTYPE_UINT8 || dt == MP_DTYPE_BOOL;
 }
 
 #endif

@@ -1,2 +1,3 @@
-"""Backend queries and settings, as torch.backends."""
-from . import cpu  # noqa: F401
+"""Backend queries and settings, as torch.backends: cpu (mpamp's kernel level), and the
+cuda / cudnn / mps switches that CUDA scripts touch at setup (recorded, honest no-ops)."""
+from . import cpu, cuda, cudnn, mps  # noqa: F401

@@ -34,6 +34,8 @@ def _validate(lr, betas, eps, weight_decay):
 class Adam(Optimizer):
     """Adam, as torch.optim.Adam (always fused; decoupled_weight_decay=True gives AdamW)."""
 
+    _step_supports_amp_scaling = True     # the fused kernel unscales and skips on inf
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False,

@@ -34,8 +34,10 @@ def _typename(obj):
 class Optimizer:
     """Base class of all optimizers."""
 
-    # GradScaler passes grad_scale/found_inf and the fused kernels unscale and skip in place.
-    _step_supports_amp_scaling = True
+    # As torch: a subclass opts in (sets this True) only when its step() reads grad_scale and
+    # found_inf (set by GradScaler.step) and unscales and skips itself, as mpamp's fused SGD,
+    # Adam and AdamW do; for every other optimizer GradScaler.step unscales the gradients first.
+    _step_supports_amp_scaling = False
 
     def __init__(self, params, defaults):
         self.defaults = defaults

@@ -15,6 +15,8 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     """Stochastic gradient descent, as torch.optim.SGD (always fused)."""
 
+    _step_supports_amp_scaling = True     # the fused kernel unscales and skips on inf
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None, master_weights=False, stochastic_rounding=False):

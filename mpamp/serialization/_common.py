@@ -23,6 +23,7 @@ DTYPES = {
     "bfloat16": ("BFloat16Storage", np.dtype("<u2"), "BF16"),
     "int64": ("LongStorage", np.dtype("<i8"), "I64"),
     "bool": ("BoolStorage", np.dtype("?"), "BOOL"),
+    "uint8": ("ByteStorage", np.dtype("u1"), "U8"),
 }
 
 

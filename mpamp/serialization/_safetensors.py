@@ -15,7 +15,7 @@ from ._common import DTYPES, atomic_write, display_name, tensor_bytes, tensor_fr
 
 _CODE_TO_DTYPE = {v[2]: k for k, v in DTYPES.items()}
 # Integer codes mpamp has no dtype for: widened exactly to int64 on load.
-_WIDENED = {"I8": "i1", "U8": "u1", "I16": "<i2", "U16": "<u2", "I32": "<i4", "U32": "<u4"}
+_WIDENED = {"I8": "i1", "I16": "<i2", "U16": "<u2", "I32": "<i4", "U32": "<u4"}
 _MAX_HEADER = 100_000_000      # the reference implementation's limit
 
 

@@ -30,8 +30,7 @@ _PROTOCOL = 2     # torch.serialization.DEFAULT_PROTOCOL
 _STORAGE_TO_DTYPE = {v[0]: k for k, v in DTYPES.items()}
 # Storages mpamp has no dtype for, widened exactly (integers) or narrowed (float64) on load.
 _CONVERTED = {"DoubleStorage": ("<f8", "float32"), "IntStorage": ("<i4", "int64"),
-              "ShortStorage": ("<i2", "int64"), "CharStorage": ("i1", "int64"),
-              "ByteStorage": ("u1", "int64")}
+              "ShortStorage": ("<i2", "int64"), "CharStorage": ("i1", "int64")}
 # Tensors are copied out of their storages on load, so overlapping or expanded (stride 0) views,
 # or many tensors over one storage, could ask for far more memory than the file holds. A load
 # may build at most twice the elements its storages hold, plus this many.

@@ -1,2 +1,3 @@
-"""mpamp.utils: data loading (mpamp.utils.data), as torch.utils."""
-from . import data  # noqa: F401
+"""mpamp.utils: data loading (mpamp.utils.data) and hook handles (mpamp.utils.hooks), as
+torch.utils."""
+from . import data, hooks  # noqa: F401

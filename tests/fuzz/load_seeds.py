@@ -107,6 +107,7 @@ def mpamp_seeds():
         "mpamp-float32": _saved(x),
         "mpamp-dtypes": _saved({"f32": x, "f16": x.half(), "bf16": x.bfloat16(),
                                 "i64": (x * 100).long(), "bool": x.sum(0).long().bool(),
+                                "u8": (x * 50).byte(),
                                 "scalar": mpamp.tensor(2.5), "empty": mpamp.zeros(0, 4),
                                 "view": x.t()}),
         "mpamp-training": _saved({"model": model.state_dict(), "optimizer": opt.state_dict(),

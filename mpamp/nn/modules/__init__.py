@@ -3,6 +3,7 @@ from .activation import GELU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .conv import Conv1d, Conv2d
 from .container import ModuleDict, ModuleList, Sequential
+from .container_params import ParameterDict, ParameterList
 from .dropout import Dropout
 from .flatten import Flatten
 from .groupnorm import GroupNorm
@@ -21,7 +22,8 @@ from .sparse import Embedding
 
 __all__ = ["Module", "Identity", "Linear", "Flatten", "ReLU", "GELU", "SiLU", "Tanh",
            "Sigmoid", "Softmax", "LogSoftmax", "Dropout", "LayerNorm", "Embedding",
-           "Sequential", "ModuleList", "ModuleDict", "L1Loss", "MSELoss", "NLLLoss",
+           "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
+           "L1Loss", "MSELoss", "NLLLoss",
            "CrossEntropyLoss", "BCEWithLogitsLoss", "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d",
            "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "GroupNorm", "SmoothL1Loss", "HuberLoss", "BCELoss",

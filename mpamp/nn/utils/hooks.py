@@ -21,3 +21,16 @@ class RemovableHandle:
 
     def __exit__(self, *exc):
         self.remove()
+
+
+class _CHookHandle(RemovableHandle):
+    """The handle of a tensor hook: the hook lives in the C autograd core."""
+
+    def __init__(self, capsule):
+        super().__init__()
+        self._capsule = capsule
+
+    def remove(self):
+        """Unregister the hook (idempotent)."""
+        from ... import _C
+        _C._remove_hook(self._capsule)
