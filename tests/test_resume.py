@@ -1,8 +1,9 @@
 """Bit-exact resume: a run checkpointed at step 10 and resumed in a fresh interpreter ends with
 exactly the bits of the uninterrupted 20-step run — parameters, AdamW state, OneCycleLR and
-GradScaler state, the random stream — in fp32, bf16 autocast and fp16 autocast + GradScaler
-(with two overflowing steps skipped), dropout on, at 1 and at 2 threads (each against the
-uninterrupted run at the same thread count). mpamp can promise this because its kernels are
+GradScaler state, the shuffling DataLoader's position (mid-epoch), the random stream — in
+fp32, bf16 autocast and fp16 autocast + GradScaler (with two overflowing steps skipped),
+dropout on, at 1 and at 2 threads (each against the uninterrupted run at the same thread
+count). mpamp can promise this because its kernels are
 deterministic and its random streams counter-based (torch does not promise it).
 """
 import os
@@ -64,8 +65,8 @@ def checkpoints(tmp_path_factory):
 
 def _resume_in_fresh_process(jobs):
     code = "import sys; sys.path.insert(0, %r)\nimport resume_trainer as rt\n" % HERE
-    code += "".join(f"rt.resume({str(p)!r}, {str(o)!r}, {n}, {prec!r}, {rng})\n"
-                    for p, o, n, prec, rng in jobs)
+    code += "".join(f"rt.resume({str(job[0])!r}, {str(job[1])!r}, *{job[2:]!r})\n"
+                    for job in jobs)
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
 
@@ -77,7 +78,7 @@ def test_resumed_runs_are_bit_identical_to_uninterrupted_ones(checkpoints):
     _resume_in_fresh_process(jobs)
     for (precision, n), (want, _, full) in runs.items():
         got = bits(mpamp.load(folder / f"final-{precision}-{n}.pth"))
-        for part in ("model", "optimizer", "scheduler", "scaler", "rng", "step"):
+        for part in ("model", "optimizer", "scheduler", "scaler", "loader", "rng", "step"):
             assert got[part] == want[part], f"{precision} at {n} threads: {part} differs"
         if precision == "fp16":        # the scaler did skip and regrow inside the run
             assert full.scaler.stats()["skipped_steps"] == len(rt.OVERFLOW_STEPS)
@@ -97,6 +98,14 @@ def test_a_resume_without_the_random_state_differs(checkpoints, tmp_path):
     want, path, _ = runs["fp32", 1]
     _resume_in_fresh_process([(path, tmp_path / "norng.pth", 1, "fp32", False)])
     assert bits(mpamp.load(tmp_path / "norng.pth"))["model"] != want["model"]
+
+
+def test_a_resume_without_the_loader_state_differs(checkpoints, tmp_path):
+    """Without loader.load_state_dict, the epoch restarts: other batches, other weights."""
+    folder, runs = checkpoints
+    want, path, _ = runs["fp32", 1]
+    _resume_in_fresh_process([(path, tmp_path / "noloader.pth", 1, "fp32", True, False)])
+    assert bits(mpamp.load(tmp_path / "noloader.pth"))["model"] != want["model"]
 
 
 def test_in_process_resume_restores_the_stream(checkpoints, threads):
