@@ -4,7 +4,7 @@ The API follows torch: tensors and dtypes here, ``mpamp.backends.cpu`` for the C
 level, ``mpamp.cuda`` for device queries.
 """
 from . import _C
-from ._C import get_num_threads, set_num_threads
+from ._C import OutOfMemoryError, get_num_threads, set_num_threads
 from ._C import bfloat16, dtype, float16, float32, int64, uint8
 from ._C import bool as _bool_dtype
 from ._size import Size, device

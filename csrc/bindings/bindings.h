@@ -39,6 +39,11 @@ mp_state *mp_state_of_module(PyObject *m);      /* for module-level functions */
 /* errors.c: raises the exception for st with the core's message; returns NULL. */
 PyObject *mp_raise(mp_status st);
 int mp_raise_int(mp_status st);                  /* same, returns -1 */
+/* Creates (once) and adds _C.OutOfMemoryError, raised for MP_ERR_NOMEM. */
+int mp_errors_init(PyObject *module);
+
+/* backend.c: registers the GEMM buffers with the allocator's memory-pressure release. */
+int mp_memory_init(void);
 
 /* dtype.c */
 int mp_dtype_type_init(PyObject *module, mp_state *s);

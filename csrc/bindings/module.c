@@ -39,7 +39,7 @@ static int module_exec(PyObject *m)
 {
     mp_state *s = mp_state_of_module(m);
     if (mp_dtype_type_init(m, s) < 0 || mp_tensor_type_init(m, s) < 0 ||
-        mp_node_type_init(m, s) < 0)
+        mp_node_type_init(m, s) < 0 || mp_errors_init(m) < 0 || mp_memory_init() < 0)
         return -1;
     return PyModule_AddIntConstant(m, "_MAX_DIMS", MP_MAX_DIMS);
 }

@@ -59,6 +59,22 @@ static struct {
 } buffers = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}};
 
 static uint64_t buffer_allocs;
+static void (*pressure_hook)(void);
+
+void mp_gemm_set_pressure_hook(void (*release_all)(void))
+{
+    __atomic_store_n(&pressure_hook, release_all, __ATOMIC_RELEASE);
+}
+
+size_t mp_gemm_cached_bytes(void)
+{
+    size_t total = 0;
+    pthread_mutex_lock(&buffers.lock);
+    for (int i = 0; i < GEMM_CACHED_BUFFERS; i++)
+        total += buffers.ptr[i] ? buffers.size[i] : 0;
+    pthread_mutex_unlock(&buffers.lock);
+    return total;
+}
 
 uint64_t mp_gemm_buffer_allocs(void)
 {
@@ -78,8 +94,12 @@ static void *take_buffer(size_t bytes, size_t *got)
     pthread_mutex_unlock(&buffers.lock);
     if (!p) {
         p = aligned_alloc(64, bytes);
-        if (!p) {                        /* hand back what is kept and try once more */
-            mp_gemm_release_buffers();
+        if (!p) {               /* hand back what every cache keeps and try once more */
+            void (*hook)(void) = __atomic_load_n(&pressure_hook, __ATOMIC_ACQUIRE);
+            if (hook)
+                hook();
+            else
+                mp_gemm_release_buffers();
             p = aligned_alloc(64, bytes);
         }
         *got = bytes;

@@ -57,6 +57,11 @@ const char *mp_gemm_kernel_name(mp_isa isa, mp_dtype a_dtype, mp_dtype b_dtype);
  * allocates nothing), and a way to return the kept ones to the system. */
 uint64_t mp_gemm_buffer_allocs(void);
 void mp_gemm_release_buffers(void);
+/* Bytes the kept buffers hold now. */
+size_t mp_gemm_cached_bytes(void);
+/* What a failed buffer allocation calls before its one retry; default (NULL):
+ * mp_gemm_release_buffers. The core installs one that releases every host cache. */
+void mp_gemm_set_pressure_hook(void (*release_all)(void));
 
 /* Exact integer product with wrap-around (two's complement) arithmetic, as torch's int64 mm. */
 void mp_gemm_i64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, int64_t alpha,

@@ -4,9 +4,13 @@ The numeric work (inf/NaN check + unscale, scale update) runs in C on tensors
 (`_C._amp_foreach_non_finite_check_and_unscale_`, `_C._amp_update_scale_`); this module keeps
 the per-optimizer READY/UNSCALED/STEPPED state machine and torch's messages.
 Differences from torch: the growth tracker is an int64 tensor (mpamp has no int32), and
-`stats()` is an extension.
+`stats()` and `min_scale=` (an opt-in floor for the scale; None keeps torch's trace) are
+extensions. A scale that falls to 0 or below 2**-24 is warned about once, where its value is
+read on the host anyway (after update() for a CPU scale, in get_scale()/unscale_() otherwise).
 """
 import inspect
+import math
+import numbers
 import warnings
 from collections import abc, defaultdict
 from enum import Enum
@@ -30,6 +34,15 @@ def _refresh_per_optimizer_state():
 def _default_device():
     from .. import cuda
     return "cuda" if cuda.is_available() else "cpu"
+
+
+def _check_min_scale(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(value) or value <= 0:
+        raise ValueError(f"min_scale must be None or a finite number > 0, got {value!r}")
+    return float(value)
 
 
 def _full(value, dtype, device):
@@ -57,7 +70,7 @@ class GradScaler:
     """Scales losses so fp16 gradients do not underflow; skips steps whose grads overflowed."""
 
     def __init__(self, device=None, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
-                 growth_interval=2000, enabled=True):
+                 growth_interval=2000, enabled=True, min_scale=None):
         if device is None:
             device = _default_device()
         self._device = device
@@ -80,6 +93,8 @@ class GradScaler:
             self._growth_tracker = None
             self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
             self._stats = {"steps": 0, "skipped_steps": 0, "scale_updates": 0}
+            self._min_scale = _check_min_scale(min_scale)
+            self._warned_tiny_scale = False
 
     def _check_scale_growth_tracker(self, funcname):
         fix = "This may indicate your script did not use scaler.scale(loss or outputs) earlier " \
@@ -161,7 +176,7 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         assert self._scale is not None
         # reciprocal in double, stored as float32 (fp32 division can be imprecise)
-        scale = self._scale.item()
+        scale = self._note_scale(self._scale.item())
         inv_scale = _full(1.0 / scale if scale != 0.0 else float("inf"), mpamp.float32,
                           self._scale.device)
         found_inf = _full(0.0, mpamp.float32, self._scale.device)
@@ -264,18 +279,39 @@ class GradScaler:
             _C._amp_update_scale_(_scale, _growth_tracker, found_inf_combined,
                                   float(self._growth_factor), float(self._backoff_factor),
                                   int(self._growth_interval))
+            if self._min_scale is not None:      # extension: the floor (stays on the device)
+                _scale.clamp_(min=self._min_scale)
+            if _scale.device.type == "cpu":      # host memory: reading it costs no sync
+                self._note_scale(_scale.item())
         self._stats["scale_updates"] += 1   # a count, not a list: long runs must not grow
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
 
     def _get_scale_async(self):
         return self._scale
 
+    def _note_scale(self, value):
+        """Warn once when the scale (a host value already read) has collapsed; returns it."""
+        if value < 2.0**-24 and not self._warned_tiny_scale:
+            self._warned_tiny_scale = True
+            warnings.warn(
+                f"GradScaler: the loss scale fell to {value!r} (below 2**-24, the smallest "
+                f"float16 subnormal) after the gradients overflowed step after step; scaled "
+                f"float16 gradients now underflow to zero, and at 0 the next step that does not "
+                f"overflow writes NaN into the weights. Check the model for a source of inf/NaN, "
+                f"or floor the scale with GradScaler(min_scale=...) (an mpamp extension).",
+                RuntimeWarning, stacklevel=3)
+        return value
+
     def get_scale(self):
         """The current scale as a Python float (1.0 when disabled)."""
         if self._enabled:
             return self._init_scale if (scale := self._get_scale_async()) is None \
-                else float(scale.item())
+                else self._note_scale(float(scale.item()))
         return 1.0
+
+    def get_min_scale(self):
+        """Extension: the floor of the scale (None: no floor, as torch)."""
+        return self._min_scale if self._enabled else None
 
     def get_growth_factor(self):
         return self._growth_factor
@@ -352,6 +388,9 @@ class GradScaler:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        if self.__dict__.get("_enabled"):          # pickled before min_scale existed
+            self.__dict__.setdefault("_min_scale", None)
+            self.__dict__.setdefault("_warned_tiny_scale", False)
 
     def _check_inf_per_device(self, optimizer):
         """Record inf/NaN per device without unscaling."""

@@ -3,6 +3,7 @@ and every call that needs a device raises a clear RuntimeError (torch's CPU buil
 AssertionError there); seeding, memory counters and caches behave as torch's CPU build does
 without a GPU (no-ops, zeros), so setup code of CUDA scripts runs anywhere."""
 from .. import _C
+from .._C import OutOfMemoryError   # the same class as mpamp.OutOfMemoryError, as torch's
 from .._size import device as _device_type
 
 

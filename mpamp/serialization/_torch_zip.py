@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _C
 from .._size import Size, device
-from ._common import DTYPES, atomic_write, display_name, tensor_bytes, tensor_from_array
+from ._common import DTYPES, atomic_write, display_name, hooked, tensor_bytes, tensor_from_array
 
 _ALIGN = 64
 _PROTOCOL = 2     # torch.serialization.DEFAULT_PROTOCOL
@@ -174,7 +174,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=_PROTOCOL,
     if isinstance(f, (str, bytes, os.PathLike)):
         atomic_write(f, lambda fh: _write_archive(obj, fh, pickle_protocol))
     elif hasattr(f, "write"):
-        _write_archive(obj, f, pickle_protocol)
+        # not atomic: an interrupted save leaves a truncated archive in f (see README)
+        _write_archive(obj, hooked(f), pickle_protocol)
     else:
         raise TypeError(f"mpamp.save expected a path or a writable file object, got "
                         f"{type(f).__name__}")

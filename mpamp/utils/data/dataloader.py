@@ -2,6 +2,9 @@
 default_convert and get_worker_info. Owns batching; tensors are built with mpamp.stack /
 mpamp.as_tensor. num_workers, pin_memory and friends are accepted for source compatibility,
 and batches are always produced in the calling process (no worker processes).
+
+Resumable (an extension, as torchdata's StatefulDataLoader): state_dict() and
+load_state_dict() come from _stateful.StatefulLoader.
 """
 import collections.abc
 
@@ -12,6 +15,7 @@ from ..._factories import as_tensor, tensor
 from ..._ops_matmul import stack
 from ..._tensor import Tensor
 from .dataset import IterableDataset, TensorDataset
+from ._stateful import StatefulLoader
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
@@ -114,7 +118,7 @@ def _take_rows(t, indices):
     return _C._from_buffer(np.ascontiguousarray(bits[indices]), t.dtype == _C.bfloat16)[0]
 
 
-class DataLoader:
+class DataLoader(StatefulLoader):
     """Iterates over a dataset in (optionally shuffled) batches, as torch's DataLoader."""
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -168,19 +172,20 @@ class DataLoader:
             collate_fn = default_collate if batch_size is not None or batch_sampler is not None \
                 else default_convert
         self.collate_fn = collate_fn
+        StatefulLoader.__init__(self)
 
-    def __iter__(self):
-        if self.worker_init_fn is not None:
-            self.worker_init_fn(0)
+    def _batches(self):
+        """The epoch's batches; index lists come through self._indices (see _stateful)."""
         if self._iterable:
             return self._iter_iterable()
         if self.batch_sampler is not None:
+            batches = self._indices(self.batch_sampler)
             if type(self.dataset) is TensorDataset and self.collate_fn is default_collate and \
                     all(_rows_fast(t) for t in self.dataset.tensors):
                 return ([_take_rows(t, batch) for t in self.dataset.tensors]
-                        for batch in self.batch_sampler)
-            return (self.collate_fn(self._fetch(batch)) for batch in self.batch_sampler)
-        return (self.collate_fn(self.dataset[i]) for i in self.sampler)
+                        for batch in batches)
+            return (self.collate_fn(self._fetch(batch)) for batch in batches)
+        return (self.collate_fn(self.dataset[i]) for i in self._indices(self.sampler))
 
     def _fetch(self, indices):
         getitems = getattr(self.dataset, "__getitems__", None)
@@ -192,6 +197,7 @@ class DataLoader:
         if self.batch_size is None:
             for item in self.dataset:
                 yield self.collate_fn(item)
+            self._source_done = True
             return
         batch = []
         for item in self.dataset:
@@ -199,6 +205,7 @@ class DataLoader:
             if len(batch) == self.batch_size:
                 yield self.collate_fn(batch)
                 batch = []
+        self._source_done = True
         if batch and not self.drop_last:
             yield self.collate_fn(batch)
 
