@@ -13,7 +13,7 @@ _EQ, _NE, _LT, _LE, _GT, _GE = range(6)
 _AND, _OR, _XOR = range(3)
 _LOGICAL, _BITWISE = 0, 1
 _TORCH_NAMES = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "bool": "Bool"}
+                "int64": "Long", "bool": "Bool", "uint8": "Byte"}
 
 
 def _tensor_arg(x, fname, arg="input", pos=1):

@@ -17,7 +17,7 @@ from ._tensor import Tensor
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _ELL = "..."
 _TORCH_NAMES = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "bool": "Bool"}
+                "int64": "Long", "bool": "Bool", "uint8": "Byte"}
 
 
 def _err(msg):

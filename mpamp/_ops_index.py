@@ -55,7 +55,7 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     _tensor(indices, "take_along_dim", "indices")
     if indices.dtype != _C.int64:
         name = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                "bool": "Bool"}[repr(indices.dtype).split(".")[-1]]
+                "bool": "Bool", "uint8": "Byte"}[repr(indices.dtype).split(".")[-1]]
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{name}")
     if dim is None:

@@ -7,6 +7,9 @@ import warnings
 from . import _C
 from ._tensor import Tensor
 
+_TORCH_NAME = {_C.float32: "Float", _C.float16: "Half", _C.bfloat16: "BFloat16",
+               _C.int64: "Long", _C.bool: "Bool", _C.uint8: "Byte"}
+
 _bool = bool
 _int = int
 
@@ -70,6 +73,13 @@ def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
     size = input.shape[d]
     pre = (slice(None),) * d
     sec = indices_or_sections
+    if isinstance(sec, Tensor) and sec.dtype != _C.int64:
+        raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of "
+                           f"long, but got {_TORCH_NAME[sec.dtype]}")
+    if isinstance(sec, Tensor) and sec.ndim > 1:
+        raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                           "zero-dimensional or one-dimensional tensor, but got a tensor with "
+                           f"{sec.ndim} dims")
     if isinstance(sec, Tensor) and sec.ndim == 0:
         sec = sec.item()
     if isinstance(sec, _int) and not isinstance(sec, _bool):

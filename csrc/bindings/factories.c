@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/chunk.h"
 #include "../core/random.h"
 
 #define MSTATE(m) mp_state_of_module(m)
@@ -52,10 +53,12 @@ static PyObject *f_full(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     mp_tensor *t = new_empty(MSTATE(m), args[0], args[2], "full");
     if (!t)
         return NULL;
-    mp_status st;
-    Py_BEGIN_ALLOW_THREADS
-    st = mp_tensor_fill_(t, v);
-    Py_END_ALLOW_THREADS
+    mp_status st = mp_check_scalar_fits(t->dtype, v);     /* full(300, uint8): torch's error */
+    if (st == MP_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        st = mp_tensor_fill_(t, v);
+        Py_END_ALLOW_THREADS
+    }
     if (st != MP_OK) {
         mp_tensor_decref(t);
         return mp_raise(st);

@@ -1,11 +1,13 @@
 /* index_advanced.c - t[key] and t[key] = value when the key holds a tensor, a list, a bool or
  * another array: the key's ints, slices, None and ... are applied as views (recorded as
  * such), its index tensors collected into the list core/ops_index.c takes (mp_op_index,
- * mp_op_index_put_). Sequences become int64 or bool tensors here, with torch's rules: floats
+ * mp_op_index_put_; a uint8 tensor is a byte mask there, with torch's deprecation warning).
+ * Sequences become int64 or bool tensors here, with torch's rules: floats
  * in a list truncate, an all-bool list is a mask, and a short non-tuple key that holds a
  * sequence, slice or None is read as a tuple (deprecated in torch; warned here too). */
 #include "bindings.h"
 
+#include "../core/chunk.h"
 #include "../core/ops.h"
 #include "../core/ops_index.h"
 #include "../core/view.h"
@@ -168,6 +170,10 @@ static int item_of(mp_state *s, PyObject *o, key_item *it)
             it->kind = IT_INT, it->ival = mp_tensor_get_item(t, 0).i;
             return 0;
         }
+        if (t->dtype == MP_DTYPE_UINT8 &&   /* a byte mask, as torch (which warns too) */
+            PyErr_WarnEx(PyExc_UserWarning, "indexing with dtype mpamp.uint8 is now "
+                         "deprecated, please use a dtype mpamp.bool instead.", 1) < 0)
+            return -1;
         it->kind = IT_TENSOR;
         mp_tensor_incref(it->t = t);
     } else if (PyBool_Check(o)) {
@@ -187,6 +193,10 @@ static int item_of(mp_state *s, PyObject *o, key_item *it)
                (PySequence_Check(o) || PyObject_HasAttrString(o, "__array__"))) {
         it->kind = IT_TENSOR;
         if (!(it->t = array_tensor(s, o)))
+            return -1;
+        if (it->t->dtype == MP_DTYPE_UINT8 && PyErr_WarnEx(PyExc_UserWarning, "indexing with "
+                "dtype mpamp.uint8 is now deprecated, please use a dtype mpamp.bool instead.",
+                1) < 0)
             return -1;
         if (it->t->dtype == MP_DTYPE_INT64 && it->t->ndim == 0) {   /* as an int, like torch */
             it->kind = IT_INT, it->ival = mp_tensor_get_item(it->t, 0).i;
@@ -270,7 +280,7 @@ static int consumes(const key_item *it)
         return 1;
     if (it->kind != IT_TENSOR)
         return 0;
-    return it->t->dtype == MP_DTYPE_BOOL ? it->t->ndim : 1;
+    return it->t->dtype == MP_DTYPE_BOOL || it->t->dtype == MP_DTYPE_UINT8 ? it->t->ndim : 1;
 }
 
 /* replaces k->view by *next (a view of it recorded as kind); takes the address of next: the
@@ -428,7 +438,8 @@ static mp_tensor *value_tensor(mp_state *s, PyObject *value, mp_dtype dt)
         mp_scalar sc;
         if (mp_parse_scalar(value, "__setitem__", &sc) < 0)
             return NULL;
-        if ((st = mp_tensor_empty(NULL, 0, dt, MP_DEVICE_CPU, &v)) != MP_OK) {
+        if ((st = mp_check_scalar_fits(dt, sc)) != MP_OK ||
+            (st = mp_tensor_empty(NULL, 0, dt, MP_DEVICE_CPU, &v)) != MP_OK) {
             mp_raise(st);
             return NULL;
         }

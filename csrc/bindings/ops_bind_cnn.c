@@ -8,6 +8,7 @@
 
 #include "../core/autocast.h"
 #include "../core/ops_cnn.h"
+#include "../core/rows.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 
@@ -124,7 +125,7 @@ static void seq_text(PyObject *o, char *buf, size_t cap)
 static PyObject *not_implemented(const char *kernel, mp_tensor *x)
 {
     PyErr_Format(PyExc_NotImplementedError, "\"%s\" not implemented for '%s'", kernel,
-                 x->dtype == MP_DTYPE_INT64 ? "Long" : "Bool");
+                 mp_dtype_torch_name(x->dtype));
     return NULL;
 }
 
@@ -256,6 +257,25 @@ static int nsp_arg(PyObject *o, const char *fname, int *nsp)
     return 0;
 }
 
+/* 2-d max pooling of uint8 through float32, which holds every byte exactly (a uint8 tensor
+ * never requires grad, so nothing is recorded) */
+static mp_status max_pool_bytes(mp_tensor *x, const int64_t *k, const int64_t *st_,
+                                const int64_t *pad, const int64_t *dil, int ceil,
+                                mp_tensor **out, mp_tensor **idx)
+{
+    mp_tensor *xf = NULL, *of = NULL;
+    mp_status st = mp_tensor_cast(x, MP_DTYPE_FLOAT32, &xf);
+    if (st == MP_OK)
+        st = mp_op_max_pool(xf, 2, k, st_, pad, dil, ceil, &of, idx);
+    if (st == MP_OK && (st = mp_tensor_cast(of, MP_DTYPE_UINT8, out)) != MP_OK) {
+        mp_tensor_decref(*idx);
+        *idx = NULL;
+    }
+    mp_tensor_decref(xf);
+    mp_tensor_decref(of);
+    return st;
+}
+
 /* _max_pool(input, nsp, kernel_size, stride, padding, dilation, ceil_mode, return_indices) */
 static PyObject *f_max_pool(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -274,10 +294,12 @@ static PyObject *f_max_pool(PyObject *m, PyObject *const *args, Py_ssize_t nargs
         pool_list(args[5], nsp, fname, "dilation", style, NULL, dil) < 0 ||
         flag_arg(args[6], &ceil) < 0 || flag_arg(args[7], &want) < 0)
         return NULL;
-    if (!mp_dtype_is_float(x->dtype))
+    int bytes = x->dtype == MP_DTYPE_UINT8 && nsp == 2;    /* torch's 2-d kernel has uint8 */
+    if (!mp_dtype_is_float(x->dtype) && !bytes)
         return not_implemented(fname, x);
     mp_status st;
-    RUN(is_big(x), st, mp_op_max_pool(x, nsp, k, st_, pad, dil, ceil, &out, &idx));
+    RUN(is_big(x), st, bytes ? max_pool_bytes(x, k, st_, pad, dil, ceil, &out, &idx)
+                             : mp_op_max_pool(x, nsp, k, st_, pad, dil, ceil, &out, &idx));
     if (st != MP_OK)
         return mp_raise(st);
     PyObject *y = mp_wrap(s, out);

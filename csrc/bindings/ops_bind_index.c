@@ -94,6 +94,10 @@ static int index_list(mp_state *s, PyObject *seq, const char *fname, mp_tensor *
             return -1;
         }
         idx[i] = o == Py_None ? NULL : MP_T(o);
+        if (idx[i] && idx[i]->dtype == MP_DTYPE_UINT8 &&   /* a byte mask: torch warns */
+            PyErr_WarnEx(PyExc_UserWarning, "indexing with dtype mpamp.uint8 is now "
+                         "deprecated, please use a dtype mpamp.bool instead.", 1) < 0)
+            return -1;
     }
     *n = (int)len;
     return 0;

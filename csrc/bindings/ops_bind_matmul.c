@@ -422,6 +422,11 @@ static PyObject *where3(mp_state *s, PyObject *cond, PyObject *a, PyObject *b)
     mp_tensor *out = NULL;
     if (!c)
         return NULL;
+    if (c->dtype == MP_DTYPE_UINT8 &&
+        PyErr_WarnEx(PyExc_UserWarning, "where received a uint8 condition tensor. This "
+                     "behavior is deprecated (as in torch). Use a boolean condition "
+                     "instead.", 1) < 0)
+        return NULL;
     int ra = mp_operand(s, a, &ta, &oa);
     int rb = ra ? 1 : mp_operand(s, b, &tb, &ob);
     if (ra || rb) {

@@ -236,6 +236,7 @@ static const char *type_name(mp_dtype dt)
     case MP_DTYPE_BFLOAT16: return "mpamp.BFloat16Tensor";
     case MP_DTYPE_INT64: return "mpamp.LongTensor";
     case MP_DTYPE_BOOL: return "mpamp.BoolTensor";
+    case MP_DTYPE_UINT8: return "mpamp.ByteTensor";
     default: return "mpamp.FloatTensor";
     }
 }

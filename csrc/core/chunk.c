@@ -85,6 +85,33 @@ const int64_t *mp_chunk_i64(const char *p, int64_t stride, mp_dtype dt, int64_t 
     return buf;
 }
 
+const int64_t *mp_chunk_i64_as(const char *p, int64_t stride, mp_dtype dt, mp_dtype as,
+                               int64_t n, int64_t *buf)
+{
+    const int64_t *v = mp_chunk_i64(p, stride, dt, n, buf);
+    if (as != MP_DTYPE_UINT8 || dt == MP_DTYPE_UINT8 || dt == MP_DTYPE_BOOL)
+        return v;
+    for (int64_t i = 0; i < n; i++)
+        buf[i] = (int64_t)(uint8_t)v[i];
+    return buf;
+}
+
+void mp_chunk_truth_as(const char *p, int64_t stride, mp_dtype dt, mp_dtype as, int64_t n,
+                       uint8_t *buf)
+{
+    if (as != MP_DTYPE_UINT8 || dt != MP_DTYPE_INT64) {
+        mp_chunk_truth(p, stride, dt, n, buf);
+        return;
+    }
+    int64_t tmp[MP_CHUNK], step = stride * (int64_t)sizeof(int64_t);
+    for (int64_t i0 = 0; i0 < n; i0 += MP_CHUNK) {
+        int64_t m = n - i0 < MP_CHUNK ? n - i0 : MP_CHUNK;
+        const int64_t *v = mp_chunk_i64_as(p + i0 * step, stride, dt, as, m, tmp);
+        for (int64_t i = 0; i < m; i++)
+            buf[i0 + i] = v[i] != 0;
+    }
+}
+
 void mp_chunk_truth(const char *p, int64_t stride, mp_dtype dt, int64_t n, uint8_t *buf)
 {
     int64_t step = stride * (int64_t)mp_dtype_size(dt);
@@ -161,6 +188,15 @@ void mp_chunk_store_f32(char *p, int64_t stride, mp_dtype dt, const float *v, in
         mp_scalar s = {v[i], 0, 0};
         mp_store_scalar(dt, p + i * step, s);
     }
+}
+
+mp_status mp_check_scalar_fits(mp_dtype dt, mp_scalar v)
+{
+    if (dt != MP_DTYPE_UINT8)
+        return MP_OK;
+    int ok = v.is_int ? v.i >= -255 && v.i <= 255 : v.f >= 0.0 && v.f <= 255.0;    /* NaN: no */
+    return ok ? MP_OK : mp_error(MP_ERR_RUNTIME, "value cannot be converted to type uint8_t "
+                                 "without overflow");
 }
 
 /* integers (bool included) may not receive floats, bool may not receive integers */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "autograd_hooks.h"
+#include "chunk.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -417,7 +418,7 @@ mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name)
 mp_status mp_inplace_fill(mp_tensor *a, mp_scalar value, const char *op_name)
 {
     mp_status st = mp_check_inplace(a, op_name);
-    if (st != MP_OK)
+    if (st != MP_OK || (st = mp_check_scalar_fits(a->dtype, value)) != MP_OK)
         return st;
     if (!mp_grad_enabled() || !tracked(a, a)) {       /* the common case: no allocation */
         inplace_since = 0;

@@ -23,6 +23,7 @@ const char *mp_sdpa_cpp_name(mp_dtype dt)
     case MP_DTYPE_FLOAT16: return "c10::Half";
     case MP_DTYPE_BFLOAT16: return "c10::BFloat16";
     case MP_DTYPE_INT64: return "long int";
+    case MP_DTYPE_UINT8: return "unsigned char";
     default: return "bool";
     }
 }

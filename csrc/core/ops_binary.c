@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "chunk.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -62,7 +63,7 @@ static mp_dtype binary_dtype(int which, mp_tensor *a, mp_tensor *b)
     if (which == MP_BIN_DIV && !mp_dtype_is_float(dt))
         dt = MP_DTYPE_FLOAT32;
     if (which == MP_BIN_SUB && dt == MP_DTYPE_BOOL)
-        dt = MP_DTYPE_INT64;     /* torch refuses bool - bool; we compute it as integers */
+        dt = MP_DTYPE_INT64;     /* (refused by check_sub before it is computed) */
     return dt;
 }
 
@@ -181,10 +182,40 @@ static mp_status div_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 static mp_backward_fn const backwards[] = {add_backward, add_backward, mul_backward,
                                            div_backward};
 
+/* torch's checks on alpha for an integer result: a whole number, within uint8's range there */
+static mp_status check_alpha(mp_dtype dt, double alpha)
+{
+    if (mp_dtype_is_float(dt) || alpha == 1.0)
+        return MP_OK;
+    if (alpha != trunc(alpha))
+        return mp_error(MP_ERR_RUNTIME, "For integral input tensors, argument alpha must not be "
+                        "a floating point number.");
+    mp_scalar s = {alpha, alpha >= -256.0 && alpha <= 256.0 ? (int64_t)alpha : 256, 1};
+    return mp_check_scalar_fits(dt, s);
+}
+
+/* torch refuses a bool operand of subtraction (uint8 - mask included) */
+static mp_status check_sub(int which, const mp_tensor *a, const mp_tensor *b)
+{
+    int na = a->dtype == MP_DTYPE_BOOL, nb = b->dtype == MP_DTYPE_BOOL;
+    if (which != MP_BIN_SUB || (!na && !nb))
+        return MP_OK;
+    if (na && nb)
+        return mp_error(MP_ERR_RUNTIME, "Subtraction, the `-` operator, with two bool tensors "
+                        "is not supported. Use the `^` or `logical_xor()` operator instead.");
+    return mp_error(MP_ERR_RUNTIME, "Subtraction, the `-` operator, with a bool tensor is not "
+                    "supported. If you are trying to invert a mask, use the `~` or "
+                    "`logical_not()` operator instead.");
+}
+
 static mp_status binary(int which, mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out)
 {
     mp_dtype dt = binary_dtype(which, a, b);
-    mp_status st = compute(which, a, b, alpha, dt, out);
+    mp_status st = check_sub(which, a, b);
+    if (st == MP_OK)
+        st = check_alpha(dt, alpha);
+    if (st == MP_OK)
+        st = compute(which, a, b, alpha, dt, out);
     if (st != MP_OK)
         return st;
     mp_tensor *ins[2] = {a, b};
@@ -232,11 +263,10 @@ mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha)
     mp_status st = mp_check_inplace(a, inplace_names[which]);
     if (st != MP_OK)
         return st;
-    mp_dtype dt = which == MP_BIN_POW ? a->dtype : binary_dtype(which, a, b);
-    if (mp_dtype_is_float(dt) && !mp_dtype_is_float(a->dtype))
-        return mp_error(MP_ERR_RUNTIME, "result type %s can't be cast to the desired output "
-                        "type %s", mp_dtype_is_float(dt) ? "Float" : "Long",
-                        mp_dtype_torch_name(a->dtype));
+    mp_tensor *ab[2] = {a, b};
+    mp_dtype dt = which == MP_BIN_POW ? mp_result_type(ab, 2) : binary_dtype(which, a, b);
+    if ((st = mp_check_result_cast(dt, a->dtype)) != MP_OK)   /* also uint8 into bool */
+        return st;
     mp_tensor *res = NULL;
     if (which == MP_BIN_POW)
         st = mp_op_pow(a, b, &res);

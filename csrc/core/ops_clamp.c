@@ -1,9 +1,11 @@
 /* ops_clamp.c - clamp(a, min, max) and where(cond, a, b), the pointwise ops with a selection
  * in them, and their backward. clamp follows torch: min(max(x, lo), hi) (so hi wins when
- * lo > hi), NaN passes through, and the gradient flows where lo <= x <= hi (bounds included).
+ * lo > hi), NaN passes through, and the gradient flows where lo <= x <= hi (bounds included);
+ * a uint8 input takes its bounds converted to uint8 (-1 is 255).
  * where promotes a and b as torch does (wrapped numbers lowest); its gradient is masked. */
 #include <math.h>
 
+#include "chunk.h"
 #include "elementwise.h"
 #include "matmul_core.h"
 #include "ops.h"
@@ -62,6 +64,20 @@ static mp_status clamp_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     return mp_map(gin[0], ins, 2, f_clamp_grad, n->fargs);
 }
 
+/* A bound of a uint8 clamp (an integer: a float bound made the input float32 first) is
+ * converted to uint8 as torch does: -1 is 255, beyond [-255, 255] is torch's error. */
+static mp_status uint8_bound(mp_dtype dt, int has, double *v)
+{
+    if (dt != MP_DTYPE_UINT8 || !has)
+        return MP_OK;
+    int64_t i = *v >= -256.0 && *v <= 256.0 ? (int64_t)*v : 256;  /* no overflowing cast */
+    mp_scalar s = {*v, i, 1};
+    mp_status st = mp_check_scalar_fits(dt, s);
+    if (st == MP_OK)
+        *v = (double)(uint8_t)s.i;
+    return st;
+}
+
 mp_status mp_op_clamp(mp_tensor *a, int has_min, double min, int has_max, double max,
                       mp_tensor **out)
 {
@@ -70,9 +86,12 @@ mp_status mp_op_clamp(mp_tensor *a, int has_min, double min, int has_max, double
                         "None");
     if (a->dtype == MP_DTYPE_BOOL)
         return mp_error(MP_ERR_TYPE, "clamp: \"clamp\" is not implemented for 'Bool'");
+    mp_status st = uint8_bound(a->dtype, has_min, &min);
+    if (st != MP_OK || (st = uint8_bound(a->dtype, has_max, &max)) != MP_OK)
+        return st;
     double args[4] = {has_min ? 1.0 : 0.0, has_min ? min : 0.0, has_max ? 1.0 : 0.0,
                       has_max ? max : 0.0};
-    mp_status st = mp_tensor_empty(a->shape, a->ndim, a->dtype, MP_DEVICE_CPU, out);
+    st = mp_tensor_empty(a->shape, a->ndim, a->dtype, MP_DEVICE_CPU, out);
     if (st != MP_OK)
         return st;
     if (mp_dtype_is_float(a->dtype))
@@ -162,12 +181,18 @@ static mp_status where_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_where(mp_tensor *cond, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
-    if (cond->dtype != MP_DTYPE_BOOL)
+    /* a uint8 condition is torch's deprecated byte mask (the bindings warn) */
+    if (cond->dtype != MP_DTYPE_BOOL && cond->dtype != MP_DTYPE_UINT8)
         return mp_error(MP_ERR_RUNTIME, "where expected condition to be a boolean tensor, but "
                         "got a tensor with dtype %s", mp_dtype_label(cond->dtype));
     mp_tensor *ab[2] = {a, b};
     mp_dtype dt = mp_result_type(ab, 2);
-    mp_status st = select3(cond, a, b, dt, out);
+    mp_status st = MP_OK;
+    for (int i = 0; i < 2 && st == MP_OK; i++)     /* where(c, u8, 300): torch's error */
+        if (ab[i]->wrapped_number)
+            st = mp_check_scalar_fits(dt, mp_tensor_get_item(ab[i], 0));
+    if (st == MP_OK)
+        st = select3(cond, a, b, dt, out);
     if (st != MP_OK)
         return st;
     mp_tensor *ins[3] = {cond, a, b};

@@ -2,12 +2,14 @@
  * isnan/isinf/isfinite/isposinf/isneginf, and any/all. Comparisons run in torch's promoted
  * dtype: float operands are compared as fp32 after rounding each to the common float dtype
  * (an int64 tensor against 0.5 compares in float32; an fp16 tensor against 0.1 against
- * fp16(0.1)), integer and bool operands as int64, exactly. NaN compares unequal to
- * everything (IEEE). Results are bool and are never recorded by autograd. */
+ * fp16(0.1)), integer and bool operands as int64, exactly (in a uint8 comparison a Python
+ * int or 0-d int64 wraps modulo 256 first, as torch: uint8 255 == -1). NaN compares unequal
+ * to everything (IEEE). Results are bool and are never recorded by autograd. */
 #include <math.h>
 #include <string.h>
 
 #include "chunk.h"
+#include "copy.h"
 #include "elementwise.h"
 #include "iter.h"
 #include "ops.h"
@@ -60,8 +62,8 @@ static void cmp_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
             CMP_SWITCH(c->op, x, y, res, m);
         } else {
             int64_t ba[MP_CHUNK], bb[MP_CHUNK];
-            const int64_t *x = mp_chunk_i64(pa, strides[1], c->in_dt[0], m, ba);
-            const int64_t *y = mp_chunk_i64(pb, strides[2], c->in_dt[1], m, bb);
+            const int64_t *x = mp_chunk_i64_as(pa, strides[1], c->in_dt[0], c->dt, m, ba);
+            const int64_t *y = mp_chunk_i64_as(pb, strides[2], c->in_dt[1], c->dt, m, bb);
             CMP_SWITCH(c->op, x, y, res, m);
         }
         mp_chunk_store_u8(ptrs[0] + i0 * strides[0], strides[0], res, m);
@@ -154,7 +156,8 @@ mp_status mp_op_classify(mp_class_op op, mp_tensor *a, mp_tensor **out)
     return MP_OK;
 }
 
-/* ---- any / all: count the elements that decide (nonzero for any, zero for all) ---- */
+/* ---- any / all: count the elements that decide (nonzero for any, zero for all); bool out,
+ * uint8 for a uint8 input (torch's legacy byte-mask result) ---- */
 
 mp_status mp_op_any_all(int all, mp_tensor *a, uint32_t dim_mask, int keepdim,
                         mp_tensor **out)
@@ -167,6 +170,13 @@ mp_status mp_op_any_all(int all, mp_tensor *a, uint32_t dim_mask, int keepdim,
         st = mp_reduce_sum(decide, dim_mask, keepdim, MP_DTYPE_INT64, &count);
     if (st == MP_OK)
         st = mp_op_compare(all ? MP_CMP_EQ : MP_CMP_NE, count, zero, out);
+    if (st == MP_OK && a->dtype == MP_DTYPE_UINT8) {    /* torch keeps uint8 for uint8 */
+        mp_tensor *b = *out;
+        st = mp_tensor_cast(b, MP_DTYPE_UINT8, out);
+        mp_tensor_decref(b);
+        if (st != MP_OK)
+            *out = NULL;
+    }
     mp_tensor_decref(zero);
     mp_tensor_decref(decide);
     mp_tensor_decref(count);

@@ -11,17 +11,30 @@
 #include "conv_core.h"
 #include "copy.h"
 #include "ops_cnn.h"
+#include "rows.h"
 
 static const char *tensor_type_name(mp_dtype dt)
 {
-    return dt == MP_DTYPE_FLOAT16 ? "torch.HalfTensor"
-           : dt == MP_DTYPE_BFLOAT16 ? "torch.BFloat16Tensor" : "torch.FloatTensor";
+    switch (dt) {
+    case MP_DTYPE_FLOAT16: return "torch.HalfTensor";
+    case MP_DTYPE_BFLOAT16: return "torch.BFloat16Tensor";
+    case MP_DTYPE_INT64: return "torch.LongTensor";
+    case MP_DTYPE_BOOL: return "torch.BoolTensor";
+    case MP_DTYPE_UINT8: return "torch.ByteTensor";
+    default: return "torch.FloatTensor";
+    }
 }
 
 static const char *scalar_type_name(mp_dtype dt)
 {
-    return dt == MP_DTYPE_FLOAT16 ? "c10::Half" : dt == MP_DTYPE_BFLOAT16 ? "c10::BFloat16"
-                                                                          : "float";
+    switch (dt) {
+    case MP_DTYPE_FLOAT16: return "c10::Half";
+    case MP_DTYPE_BFLOAT16: return "c10::BFloat16";
+    case MP_DTYPE_INT64: return "long int";
+    case MP_DTYPE_BOOL: return "bool";
+    case MP_DTYPE_UINT8: return "unsigned char";
+    default: return "float";
+    }
 }
 
 static mp_status check_ranks(mp_tensor *x, mp_tensor *w, int nsp, const int64_t *stride,
@@ -43,7 +56,7 @@ static mp_status check_ranks(mp_tensor *x, mp_tensor *w, int nsp, const int64_t 
     }
     if (!mp_dtype_is_float(x->dtype))
         return mp_error(MP_ERR_TYPE, "\"slow_conv2d_cpu\" not implemented for '%s'",
-                        x->dtype == MP_DTYPE_INT64 ? "Long" : "Bool");
+                        mp_dtype_torch_name(x->dtype));
     return MP_OK;
 }
 

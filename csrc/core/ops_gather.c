@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../cpu/index_kernels.h"
+#include "chunk.h"
 #include "elementwise.h"
 #include "ops.h"
 #include "ops_index.h"
@@ -232,6 +233,8 @@ static mp_status scatter_impl(const char *fname, mp_tensor *a, int64_t dim, mp_t
     mp_status st = check_args(fname, a, dim, index, src, &d);
     if (st == MP_OK && mp_tensor_numel(index))
         st = range_check(index, size_at(a, d), d, 0);
+    if (st == MP_OK && !src)
+        st = mp_check_scalar_fits(a->dtype, value);
     if (st == MP_OK && !src && (st = mp_tensor_empty(NULL, 0, a->dtype, MP_DEVICE_CPU, &val)) ==
         MP_OK)
         mp_store_scalar(a->dtype, mp_tensor_data(val), value);

@@ -1,9 +1,10 @@
 /* ops_index.c - advanced indexing: a[indices] (index) and its writer index_put, as torch's
  * aten::index / index_put_. A plan turns the index list into one int64 index per indexed dim
- * (bool masks become the columns of their nonzero(); a 0-dim mask indexes a size-1 dim
- * inserted at its place, as torch does), broadcasts them, and lays out the result; the walk
- * in cpu/index_kernels.c does the work. Backward of index scatter-adds (fp32) into zeros;
- * index_put's backward zeroes (or keeps) the written positions and gathers for the values. */
+ * (bool masks, and uint8 ones as torch's deprecated byte masks, become the columns of their
+ * nonzero(); a 0-dim mask indexes a size-1 dim inserted at its place, as torch does),
+ * broadcasts them, and lays out the result; the walk in cpu/index_kernels.c does the work.
+ * Backward of index scatter-adds (fp32) into zeros; index_put's backward zeroes (or keeps)
+ * the written positions and gathers for the values. */
 #include "ops_index.h"
 
 #include <string.h>
@@ -16,7 +17,7 @@
 const char *mp_scalar_type_name(mp_dtype dt)
 {
     static const char *const names[MP_DTYPE_COUNT] = {"Float", "Half", "BFloat16", "Long",
-                                                      "Bool"};
+                                                      "Bool", "Byte"};
     return (unsigned)dt < MP_DTYPE_COUNT ? names[dt] : "Unknown";
 }
 
@@ -247,6 +248,12 @@ static void plan_walk(const index_plan *p, mp_tensor *data, mp_tensor *other,
     mp_index_run(&w, mode);
 }
 
+/* bool, or uint8: torch's deprecated byte mask (the bindings warn) */
+static int is_mask(const mp_tensor *t)
+{
+    return t->dtype == MP_DTYPE_BOOL || t->dtype == MP_DTYPE_UINT8;
+}
+
 /* Consumed dims, index dtypes and 0-dim masks (vmask: where their dims are inserted). */
 static mp_status scan_indices(const mp_tensor *a, mp_tensor *const *indices, int n,
                               uint32_t *vmask)
@@ -255,10 +262,10 @@ static mp_status scan_indices(const mp_tensor *a, mp_tensor *const *indices, int
     *vmask = 0;
     for (int i = 0; i < n; i++) {
         const mp_tensor *t = indices[i];
-        if (t && t->dtype != MP_DTYPE_INT64 && t->dtype != MP_DTYPE_BOOL)
+        if (t && t->dtype != MP_DTYPE_INT64 && !is_mask(t))
             return mp_error(MP_ERR_INDEX, "tensors used as indices must be long, int, byte or "
                             "bool tensors");
-        int virt = t && t->dtype == MP_DTYPE_BOOL && t->ndim == 0;
+        int virt = t && is_mask(t) && t->ndim == 0;
         int k = !t || t->dtype == MP_DTYPE_INT64 || virt ? 1 : t->ndim;
         if (virt)
             *vmask |= pos < MP_MAX_DIMS ? 1u << pos : 0;
@@ -475,6 +482,33 @@ static mp_status index_put_backward(mp_node *node, mp_tensor **gout, mp_tensor *
     return st;
 }
 
+/* torch writes one number through one mask (the other entries whole dims) with masked_fill_,
+ * which refuses a uint8 mask: index_put_ gives that error where torch's would. */
+static mp_status check_byte_mask_fill(const mp_tensor *a, mp_tensor *const *indices, int n,
+                                      const mp_tensor *values, int accumulate)
+{
+    const mp_tensor *mask = NULL;
+    int at = 0, d = 0;
+    for (int i = 0; i < n; i++) {
+        if (!indices[i]) {
+            d++;
+            continue;
+        }
+        if (mask || !is_mask(indices[i]))
+            return MP_OK;
+        mask = indices[i], at = d;
+        d += mask->ndim;
+    }
+    if (accumulate || !mask || mask->dtype != MP_DTYPE_UINT8 || mp_tensor_numel(values) != 1 ||
+        at + mask->ndim > a->ndim)
+        return MP_OK;
+    for (int j = 0; j < mask->ndim; j++)
+        if (mask->shape[j] != a->shape[at + j])
+            return MP_OK;                   /* the mask's shape error comes from the plan */
+    return mp_error(MP_ERR_RUNTIME, "masked_fill_ only supports boolean masks, but got mask "
+                    "with dtype unsigned char");
+}
+
 static mp_status check_values(const index_plan *p, const mp_tensor *a, const mp_tensor *v)
 {
     if (v->dtype != a->dtype)
@@ -519,7 +553,9 @@ mp_status mp_op_index_put(mp_tensor *a, mp_tensor *const *indices, int n, mp_ten
     mp_tensor *av;
     uint32_t vmask;
     *out = NULL;
-    mp_status st = plan_build(a, indices, n, &p, &av, &vmask);
+    mp_status st = check_byte_mask_fill(a, indices, n, values, accumulate);
+    if (st == MP_OK)
+        st = plan_build(a, indices, n, &p, &av, &vmask);
     if (st != MP_OK)
         return st;
     mp_tensor_decref(av);

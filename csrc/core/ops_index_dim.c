@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../cpu/index_kernels.h"
+#include "chunk.h"
 #include "elementwise.h"
 #include "ops.h"
 #include "ops_index.h"
@@ -340,6 +341,8 @@ mp_status mp_op_index_fill(mp_tensor *a, int64_t dim, mp_tensor *index, mp_scala
     mp_status st = prepare(LINE_FILL, a, dim, index, &d);
     if (st == MP_OK)
         st = check_range(LINE_FILL, index, a->ndim ? a->shape[d] : 1, d);
+    if (st == MP_OK)
+        st = mp_check_scalar_fits(a->dtype, value);
     if (st == MP_OK && (st = mp_tensor_empty(NULL, 0, a->dtype, MP_DEVICE_CPU, &v)) == MP_OK) {
         mp_store_scalar(a->dtype, mp_tensor_data(v), value);
         st = write_lines(a, d, index, v, MP_IDX_PUT, 1.0, a->dtype, out);

@@ -1,6 +1,8 @@
 /* ops_logic.c - logical_and/or/xor/not (any dtypes in, nonzero is true, bool out) and
- * bitwise_and/or/xor/not (bool or int64: the promoted dtype; floats raise torch's
- * NotImplementedError), with their in-place forms. Integers are combined as int64, exactly.
+ * bitwise_and/or/xor/not (bool, uint8 or int64: the promoted dtype; floats raise torch's
+ * NotImplementedError), with their in-place forms. Integers are combined as int64, exactly,
+ * and stored in the promoted dtype (uint8 keeps the low byte). Logical ops judge an operand in
+ * the promoted dtype too: beside a uint8 tensor, a 0-d int64 256 wraps to 0, as torch.
  * None of these record autograd: bool and int64 results cannot require grad. */
 #include <string.h>
 
@@ -15,10 +17,11 @@
 
 typedef struct {
     mp_logic_op op;
-    int bits;               /* bitwise on int64 (else on truth bytes) */
+    int bits;               /* bitwise on int64 or uint8 (else on truth bytes) */
     int invert;             /* unary not */
     int nin;
     mp_dtype out_dt, in_dt[2];
+    mp_dtype common;        /* the inputs' promoted dtype (logical ops) */
 } logic_ctx;
 
 #define COMBINE(x, y, r, m, OPER)                                                            \
@@ -52,22 +55,22 @@ static void run_bits(const logic_ctx *c, char **ptrs, const int64_t *strides, in
                                         c->in_dt[1], m, bb);
         COMBINE_SWITCH(c->op, x, y, r, m);
     }
-    mp_chunk_store_i64(ptrs[0] + i0 * strides[0] * (int64_t)sizeof(int64_t), strides[0],
-                       MP_DTYPE_INT64, r, m);
+    mp_chunk_store_i64(ptrs[0] + i0 * strides[0] * (int64_t)mp_dtype_size(c->out_dt),
+                       strides[0], c->out_dt, r, m);
 }
 
 static void run_truth(const logic_ctx *c, char **ptrs, const int64_t *strides, int64_t i0,
                       int64_t m)
 {
     uint8_t x[MP_CHUNK], y[MP_CHUNK], r[MP_CHUNK];
-    mp_chunk_truth(ptrs[1] + i0 * strides[1] * (int64_t)mp_dtype_size(c->in_dt[0]),
-                   strides[1], c->in_dt[0], m, x);
+    mp_chunk_truth_as(ptrs[1] + i0 * strides[1] * (int64_t)mp_dtype_size(c->in_dt[0]),
+                      strides[1], c->in_dt[0], c->common, m, x);
     if (c->invert) {
         for (int64_t i = 0; i < m; i++)
             r[i] = (uint8_t)(x[i] ^ 1u);
     } else {
-        mp_chunk_truth(ptrs[2] + i0 * strides[2] * (int64_t)mp_dtype_size(c->in_dt[1]),
-                       strides[2], c->in_dt[1], m, y);
+        mp_chunk_truth_as(ptrs[2] + i0 * strides[2] * (int64_t)mp_dtype_size(c->in_dt[1]),
+                          strides[2], c->in_dt[1], c->common, m, y);
         COMBINE_SWITCH(c->op, x, y, r, m);
     }
     mp_chunk_store_u8(ptrs[0] + i0 * strides[0], strides[0], r, m);
@@ -97,6 +100,7 @@ static mp_status logic_compute(logic_ctx *c, mp_tensor **ins, const char *name,
         return st;
     for (int i = 0; i < c->nin; i++)
         c->in_dt[i] = ins[i]->dtype;
+    c->common = mp_result_type(ins, c->nin);
     st = mp_tensor_empty(shape, nd, c->out_dt, MP_DEVICE_CPU, out);
     if (st == MP_OK) {
         mp_tensor *ops[3] = {*out, ex[0], ex[1]};
@@ -137,7 +141,8 @@ mp_status mp_op_logical(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **
     mp_status st = check_op(op);
     if (st != MP_OK)
         return st;
-    logic_ctx c = {op, 0, 0, 2, MP_DTYPE_BOOL, {MP_DTYPE_BOOL, MP_DTYPE_BOOL}};
+    logic_ctx c = {op, 0, 0, 2, MP_DTYPE_BOOL, {MP_DTYPE_BOOL, MP_DTYPE_BOOL},
+                   MP_DTYPE_BOOL};
     mp_tensor *ins[2] = {a, b};
     return logic_compute(&c, ins, logical_names[op], out);
 }
@@ -156,7 +161,8 @@ mp_status mp_op_logical_(mp_logic_op op, mp_tensor *a, mp_tensor *b)
 
 mp_status mp_op_logical_not(mp_tensor *a, mp_tensor **out)
 {
-    logic_ctx c = {MP_LOGIC_AND, 0, 1, 1, MP_DTYPE_BOOL, {MP_DTYPE_BOOL, MP_DTYPE_BOOL}};
+    logic_ctx c = {MP_LOGIC_AND, 0, 1, 1, MP_DTYPE_BOOL, {MP_DTYPE_BOOL, MP_DTYPE_BOOL},
+                   MP_DTYPE_BOOL};
     return logic_compute(&c, &a, "logical_not", out);
 }
 
@@ -169,7 +175,7 @@ mp_status mp_op_logical_not_(mp_tensor *a)
     return st;
 }
 
-/* bitwise ops run in the promoted dtype, which must be bool or int64 */
+/* bitwise ops run in the promoted dtype, which must be bool, uint8 or int64 */
 static mp_status bitwise_dtype(mp_tensor *a, mp_tensor *b, const char *kernel, mp_dtype *dt)
 {
     mp_tensor *ins[2] = {a, b};
@@ -186,7 +192,8 @@ mp_status mp_op_bitwise(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **
     mp_status st = check_op(op);
     if (st != MP_OK || (st = bitwise_dtype(a, b, bitwise_names[op], &dt)) != MP_OK)
         return st;
-    logic_ctx c = {op, dt == MP_DTYPE_INT64, 0, 2, dt, {MP_DTYPE_BOOL, MP_DTYPE_BOOL}};
+    logic_ctx c = {op, dt != MP_DTYPE_BOOL, 0, 2, dt, {MP_DTYPE_BOOL, MP_DTYPE_BOOL},
+                   MP_DTYPE_BOOL};
     mp_tensor *ins[2] = {a, b};
     return logic_compute(&c, ins, bitwise_names[op], out);
 }
@@ -209,7 +216,8 @@ mp_status mp_op_bitwise_not(mp_tensor *a, mp_tensor **out)
     mp_status st = bitwise_dtype(a, NULL, "bitwise_not", &dt);
     if (st != MP_OK)
         return st;
-    logic_ctx c = {MP_LOGIC_AND, dt == MP_DTYPE_INT64, 1, 1, dt, {MP_DTYPE_BOOL, MP_DTYPE_BOOL}};
+    logic_ctx c = {MP_LOGIC_AND, dt != MP_DTYPE_BOOL, 1, 1, dt, {MP_DTYPE_BOOL, MP_DTYPE_BOOL},
+                   MP_DTYPE_BOOL};
     return logic_compute(&c, &a, "bitwise_not", out);
 }
 

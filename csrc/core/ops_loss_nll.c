@@ -2,7 +2,8 @@
  * (N, C, d1, ...)) with torch's weight, ignore_index, weighted mean and label smoothing, and
  * cross_entropy with class-probability targets. cross_entropy is log_softmax (ops_softmax.c)
  * followed by the nll kernel here with a smoothing term. The class dim is moved last (rows.h),
- * so each sample is one row of C values; sums are in double. */
+ * so each sample is one row of C values; sums are in double. Class indices are int64 or, as
+ * torch allows, uint8 (widened to int64 first). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,7 +87,7 @@ static mp_status nll_check(mp_tensor *input, mp_tensor *target, mp_tensor *weigh
     if (!mp_dtype_is_float(input->dtype))
         return mp_error(MP_ERR_RUNTIME, "\"nll_loss_out_frame\" not implemented for '%s'",
                         mp_dtype_torch_name(input->dtype));
-    if (target->dtype != MP_DTYPE_INT64)
+    if (target->dtype != MP_DTYPE_INT64 && target->dtype != MP_DTYPE_UINT8)   /* torch: both */
         return mp_error(MP_ERR_RUNTIME, "expected target dtype to be Long, but got %s",
                         mp_dtype_torch_name(target->dtype));
     sh->class_dim = input->ndim == 1 ? 0 : 1;
@@ -197,8 +198,9 @@ static mp_status nll_forward(mp_tensor *logp, mp_tensor *target, mp_tensor *weig
     mp_tensor *rows = NULL, *tc = NULL, *wf = NULL, *l = NULL;
     double wsum = 0.0;
     mp_status st = mp_rows_of(logp, sh->class_dim, &rows);
-    if (st == MP_OK)
-        st = mp_tensor_contiguous(target, &tc);
+    if (st == MP_OK)        /* uint8 class indices widen to the int64 the rows read */
+        st = target->dtype == MP_DTYPE_INT64 ? mp_tensor_contiguous(target, &tc)
+                                             : mp_tensor_cast(target, MP_DTYPE_INT64, &tc);
     if (st == MP_OK && weight)
         st = mp_tensor_cast(weight, MP_DTYPE_FLOAT32, &wf);
     if (st == MP_OK)
@@ -390,6 +392,9 @@ mp_status mp_op_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *we
     int same_shape = input->ndim == target->ndim && input->ndim > 0 &&
                      memcmp(input->shape, target->shape,
                             sizeof(int64_t) * (size_t)input->ndim) == 0;
+    if (same_shape && target->dtype == MP_DTYPE_UINT8)  /* torch reads it as probabilities */
+        return mp_error(MP_ERR_RUNTIME, "Expected floating point type for target with class "
+                        "probabilities, got Byte");
     if (same_shape && mp_dtype_is_float(target->dtype))
         return cross_entropy_probs(input, target, weight, ignore_index, reduction,
                                    label_smoothing, out);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../cpu/parallel.h"
+#include "chunk.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -25,6 +26,7 @@ static const char *cpp_name(mp_dtype dt)
     case MP_DTYPE_FLOAT16: return "c10::Half";
     case MP_DTYPE_BFLOAT16: return "c10::BFloat16";
     case MP_DTYPE_INT64: return "int64_t";
+    case MP_DTYPE_UINT8: return "uint8_t";
     default: return "bool";
     }
 }
@@ -33,6 +35,9 @@ static const char *cpp_name(mp_dtype dt)
 static mp_status value_bits(mp_dtype dt, mp_scalar v, unsigned char *bits)
 {
     double f = v.is_int ? (double)v.i : v.f, max = 0.0;
+    mp_status st = mp_check_scalar_fits(dt, v);        /* uint8's range */
+    if (st != MP_OK)
+        return st;
     if (dt == MP_DTYPE_FLOAT32)
         max = FLT_MAX;
     else if (dt == MP_DTYPE_FLOAT16)
@@ -230,6 +235,7 @@ mp_status mp_op_masked_fill(mp_tensor *a, mp_tensor *mask, mp_scalar value, mp_t
     if (mask->dtype != MP_DTYPE_BOOL)
         return mp_error(MP_ERR_RUNTIME, "masked_fill_ only supports boolean masks, but got "
                         "mask with dtype %s", mask->dtype == MP_DTYPE_INT64 ? "long int"
+                        : mask->dtype == MP_DTYPE_UINT8 ? "unsigned char"
                         : cpp_name(mask->dtype));
     if (vt && vt->ndim != 0)
         return mp_error(MP_ERR_RUNTIME, "masked_fill_ only supports a 0-dimensional value "

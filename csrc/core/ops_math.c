@@ -1,6 +1,7 @@
 /* ops_math.c - remainder (Python's %: the result takes the divisor's sign) and fmod (C's:
  * the dividend's sign), tensor or wrapped-scalar on either side, in torch's promoted dtype:
- * floats in fp32 with the operands rounded to the common dtype first, int64 exactly (a zero
+ * floats in fp32 with the operands rounded to the common dtype first, int64 and uint8 exactly
+ * (a uint8 op wraps a Python int or 0-d int64 operand modulo 256 first, as torch; a zero
  * divisor is torch's "ZeroDivisionError" RuntimeError); and round(decimals=) on floats.
  * Backward: d/da = g, d/db = -g * floor(a / b) (remainder) or -g * trunc(a / b) (fmod);
  * round's gradient is zero. */
@@ -44,8 +45,8 @@ static void rem_chunk_int(const rem_ctx *c, const char *pa, const char *pb, int6
                           int64_t sb, char *po, int64_t so, int64_t m)
 {
     int64_t ba[MP_CHUNK], bb[MP_CHUNK], r[MP_CHUNK];
-    const int64_t *x = mp_chunk_i64(pa, sa, c->in_dt[0], m, ba);
-    const int64_t *y = mp_chunk_i64(pb, sb, c->in_dt[1], m, bb);
+    const int64_t *x = mp_chunk_i64_as(pa, sa, c->in_dt[0], c->dt, m, ba);
+    const int64_t *y = mp_chunk_i64_as(pb, sb, c->in_dt[1], c->dt, m, bb);
     int zero = 0;
     for (int64_t i = 0; i < m; i++) {
         zero |= y[i] == 0;
@@ -53,7 +54,7 @@ static void rem_chunk_int(const rem_ctx *c, const char *pa, const char *pb, int6
     }
     if (zero)
         __atomic_store_n(c->zero_div, 1, __ATOMIC_RELAXED);
-    mp_chunk_store_i64(po, so, MP_DTYPE_INT64, r, m);
+    mp_chunk_store_i64(po, so, c->dt, r, m);
 }
 
 static void rem_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chunk.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "loss.h"
@@ -282,6 +283,10 @@ mp_status mp_op_pad(mp_tensor *a, const int64_t *pad, int npad, int mode, mp_sca
     int64_t *tables[MP_MAX_DIMS];
     *out = NULL;
     mp_status st = pad_spec_init(a, pad, npad, mode, &p);
+    if (st == MP_OK && mode == 0) {     /* uint8's range for torch's value, a float: -1 fails */
+        mp_scalar fv = {value.is_int ? (double)value.i : value.f, 0, 0};
+        st = mp_check_scalar_fits(a->dtype, fv);
+    }
     if (st == MP_OK)
         st = mp_tensor_empty(p.out_shape, p.ndim, a->dtype, MP_DEVICE_CPU, out);
     if (st == MP_OK && (st = build_tables(&p, a->strides, tables)) == MP_OK) {

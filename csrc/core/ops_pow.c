@@ -1,8 +1,12 @@
 /* ops_pow.c - pow(a, b) for tensor or wrapped-scalar operands, with torch's backward:
- * d/da = b * a^(b-1) (0 where b == 0), d/db = a^b * log(a) (0 where a == 0 and b >= 0). */
+ * d/da = b * a^(b-1) (0 where b == 0), d/db = a^b * log(a) (0 where a == 0 and b >= 0).
+ * Integer results (int64, uint8) are exact and wrap as torch's: square-and-multiply modulo
+ * 2^64, a uint8 pow wraps a Python int or 0-d int64 operand modulo 256 first. */
 #include <math.h>
 
+#include "chunk.h"
 #include "elementwise.h"
+#include "iter.h"
 #include "ops.h"
 
 static void f_pow(const float *const *in, float *out, int64_t n, const double *args)
@@ -12,11 +16,60 @@ static void f_pow(const float *const *in, float *out, int64_t n, const double *a
         out[i] = powf(in[0][i], in[1][i]);
 }
 
-static void d_pow(const double *const *in, double *out, int64_t n, const double *args)
+/* base^e wrapping modulo 2^64 as torch's integer pow; a negative e gives 1 for base 1,
+ * +-1 for base -1 and 0 otherwise (the truncated value of 1 / base^-e) */
+static int64_t ipow(int64_t base, int64_t e)
 {
-    (void)args;
-    for (int64_t i = 0; i < n; i++)
-        out[i] = pow(in[0][i], in[1][i]);
+    if (e < 0)
+        return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)base;
+    for (uint64_t k = (uint64_t)e; k; k >>= 1, b *= b)
+        if (k & 1)
+            r *= b;
+    return (int64_t)r;
+}
+
+typedef struct {
+    mp_dtype dt, in_dt[2];
+} ipow_ctx;
+
+static void ipow_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
+{
+    const ipow_ctx *c = vctx;
+    int64_t ba[MP_CHUNK], bb[MP_CHUNK], r[MP_CHUNK];
+    int64_t sa = (int64_t)mp_dtype_size(c->in_dt[0]), sb = (int64_t)mp_dtype_size(c->in_dt[1]);
+    int64_t so = (int64_t)mp_dtype_size(c->dt);
+    for (int64_t i0 = 0; i0 < n; i0 += MP_CHUNK) {
+        int64_t m = n - i0 < MP_CHUNK ? n - i0 : MP_CHUNK;
+        const int64_t *x = mp_chunk_i64_as(ptrs[1] + i0 * strides[1] * sa, strides[1],
+                                           c->in_dt[0], c->dt, m, ba);
+        const int64_t *y = mp_chunk_i64_as(ptrs[2] + i0 * strides[2] * sb, strides[2],
+                                           c->in_dt[1], c->dt, m, bb);
+        for (int64_t i = 0; i < m; i++)
+            r[i] = ipow(x[i], y[i]);
+        mp_chunk_store_i64(ptrs[0] + i0 * strides[0] * so, strides[0], c->dt, r, m);
+    }
+}
+
+/* integer pow in dt (int64 or uint8; bool ** bool counts as integers, as before) */
+static void int_pow(mp_tensor *out, mp_tensor *const *ex)
+{
+    ipow_ctx c = {out->dtype, {ex[0]->dtype, ex[1]->dtype}};
+    mp_tensor *ops[3] = {out, ex[0], ex[1]};
+    mp_iter it;
+    mp_iter_init(&it, ops, 3);
+    mp_iter_run_parallel(&it, ipow_run, &c, 1 << 17);
+}
+
+/* torch's checks on a Python-number exponent of an integer pow */
+static mp_status check_exponent(mp_dtype dt, const mp_tensor *b)
+{
+    if (mp_dtype_is_float(dt) || !b->wrapped_number || mp_dtype_is_float(b->dtype))
+        return MP_OK;
+    mp_scalar e = mp_tensor_get_item(b, 0);
+    if (e.i < 0)
+        return mp_error(MP_ERR_RUNTIME, "Integers to negative integer powers are not allowed.");
+    return mp_check_scalar_fits(dt, e);
 }
 
 /* in: g, a, b -> g * b * a^(b-1) */
@@ -80,13 +133,14 @@ mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
     int64_t shape[MP_MAX_DIMS];
     int nd;
     mp_dtype dt = mp_result_type(in, 2);
-    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, "pow");
-    if (st != MP_OK)
+    mp_status st = check_exponent(dt, b);
+    if (st != MP_OK || (st = mp_broadcast_all(in, 2, shape, &nd, ex, "pow")) != MP_OK)
         return st;
     st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, out);
-    if (st == MP_OK)
-        st = mp_dtype_is_float(dt) ? mp_map(*out, ex, 2, f_pow, NULL)
-                                   : mp_map_f64(*out, ex, 2, d_pow, NULL);
+    if (st == MP_OK && mp_dtype_is_float(dt))
+        st = mp_map(*out, ex, 2, f_pow, NULL);
+    else if (st == MP_OK)
+        int_pow(*out, ex);
     mp_decref_all(ex, 2);
     mp_node *node = NULL;
     if (st == MP_OK)

@@ -11,6 +11,7 @@
 #include "matmul_core.h"
 #include "ops.h"
 #include "random.h"
+#include "rows.h"
 #include "view.h"
 
 /* ---- cat / stack ---- */
@@ -357,7 +358,7 @@ mp_status mp_op_dropout(mp_tensor *a, double p, uint64_t seed, uint64_t offset,
                         "%g", p);
     if (!mp_dtype_is_float(a->dtype))
         return mp_error(MP_ERR_RUNTIME, "dropout: result type Float can't be cast to the "
-                        "desired output type %s", mp_dtype_label(a->dtype));
+                        "desired output type %s", mp_dtype_torch_name(a->dtype));
     mp_status st = masked(a, a->dtype, p, seed, offset, out);
     mp_node *node = NULL;
     if (st == MP_OK)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../shared/mp_half.h"
+#include "chunk.h"
 #include "elementwise.h"
 #include "ops.h"
 #include "ops_index.h"
@@ -272,7 +273,17 @@ mp_status mp_op_linspace(double start, double end, int64_t steps, mp_dtype dt,
 {
     if (steps < 0)
         return mp_error(MP_ERR_RUNTIME, "number of steps must be non-negative");
-    mp_status st = mp_tensor_empty(&steps, 1, dt, MP_DEVICE_CPU, out);
+    mp_status st = MP_OK;
+    double *ends[2] = {&start, &end};
+    for (int i = 0; i < 2 && dt == MP_DTYPE_UINT8; i++) {  /* torch converts the ends first */
+        double v = *ends[i];
+        int whole = v == trunc(v) && v >= -256.0 && v <= 256.0;  /* (an int; -1.0 passes) */
+        mp_scalar s = {v, whole ? (int64_t)v : 0, whole};
+        if ((st = mp_check_scalar_fits(dt, s)) != MP_OK)
+            return st;
+        *ends[i] = (double)(uint8_t)(int64_t)trunc(v);
+    }
+    st = mp_tensor_empty(&steps, 1, dt, MP_DEVICE_CPU, out);
     if (st != MP_OK)
         return st;
     char *p = mp_tensor_data(*out);

@@ -4,7 +4,8 @@
  * first group (and the derivatives of gelu, gelu-tanh, silu) run on the CPU's vector math
  * kernels (cpu/vmath.h), which give the same bits on every ISA level; the second group uses
  * libm's float functions per element. Integer inputs follow torch: float-only ops give
- * float32, the others stay int64 and are computed exactly in int64. The backward multiplies
+ * float32, gelu/silu refuse them, the others keep the dtype (int64, uint8 modulo 256; bool
+ * squares to int64) and are computed exactly in int64. The backward multiplies
  * the incoming gradient by the derivative at the saved input (or output, where cheaper);
  * sign/floor/ceil/round/trunc have a zero gradient. */
 #include <math.h>
@@ -17,15 +18,17 @@
 #include "iter.h"
 #include "elementwise.h"
 #include "ops.h"
+#include "rows.h"
 
 #define NO_VM -1
 
-enum { INT_KEEP, INT_FLOAT, INT_NO_BOOL, INT_BOOL_TO_LONG };
+enum { INT_KEEP, INT_FLOAT, INT_NO_BOOL, INT_BOOL_TO_LONG, INT_REFUSE };
 
 static const struct {
     const char *name, *bw_name;
     int int_mode;        /* integer inputs: INT_FLOAT gives float32 results, INT_KEEP keeps
-                            the dtype, INT_NO_BOOL refuses bool, INT_BOOL_TO_LONG: bool -> int64 */
+                            the dtype, INT_NO_BOOL refuses bool, INT_BOOL_TO_LONG: bool -> int64
+                            (uint8 stays uint8), INT_REFUSE: no integer kernel (torch's) */
     int save_output;     /* the derivative is a function of the output */
     int zero_grad;       /* piecewise constant: the gradient is 0 */
     int vm, vm_grad;     /* vector kernels (mp_vm_map_kind) replacing the loops of fwd_map /
@@ -33,10 +36,10 @@ static const struct {
 } ops[MP_UN_COUNT] = {
     [MP_UN_NEG] = {"neg", "NegBackward0", INT_KEEP, 0, 0, NO_VM, NO_VM},
     [MP_UN_RELU] = {"relu", "ReluBackward0", INT_KEEP, 1, 0, NO_VM, NO_VM},   /* output: as torch */
-    [MP_UN_GELU] = {"gelu", "GeluBackward0", INT_FLOAT, 0, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
-    [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", INT_FLOAT, 0, 0, MP_VM_GELU_TANH,
+    [MP_UN_GELU] = {"gelu", "GeluBackward0", INT_REFUSE, 0, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
+    [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", INT_REFUSE, 0, 0, MP_VM_GELU_TANH,
                          MP_VM_GELU_TANH_GRAD},
-    [MP_UN_SILU] = {"silu", "SiluBackward0", INT_FLOAT, 0, 0, MP_VM_SILU, MP_VM_SILU_GRAD},
+    [MP_UN_SILU] = {"silu", "SiluBackward0", INT_REFUSE, 0, 0, MP_VM_SILU, MP_VM_SILU_GRAD},
     [MP_UN_SIGMOID] = {"sigmoid", "SigmoidBackward0", INT_FLOAT, 1, 0, MP_VM_SIGMOID, NO_VM},
     [MP_UN_TANH] = {"tanh", "TanhBackward0", INT_FLOAT, 1, 0, MP_VM_TANH, NO_VM},
     [MP_UN_EXP] = {"exp", "ExpBackward0", INT_FLOAT, 1, 0, MP_VM_EXP, NO_VM},
@@ -249,7 +252,11 @@ static mp_status unary_dtype(mp_unary_op op, mp_dtype in, mp_dtype *out)
                         "`logical_not()` operator instead.");
     switch (ops[op].int_mode) {
     case INT_FLOAT: *out = MP_DTYPE_FLOAT32; break;
-    case INT_BOOL_TO_LONG: *out = MP_DTYPE_INT64; break;
+    case INT_BOOL_TO_LONG: *out = in == MP_DTYPE_BOOL ? MP_DTYPE_INT64 : in; break;
+    case INT_REFUSE:
+        return mp_error(MP_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'",
+                        op == MP_UN_SILU ? "silu_cpu" : "GeluKernelImpl",
+                        mp_dtype_torch_name(in));
     case INT_NO_BOOL:
         if (in == MP_DTYPE_BOOL)
             return mp_error(MP_ERR_NOT_IMPLEMENTED, "\"%s_vml_cpu\" not implemented for "

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "matmul_core.h"
 #include "random.h"
 #include "../cpu/dispatch.h"
 #include "../cpu/optim_kernels.h"
@@ -155,8 +156,9 @@ static mp_status check_member(const mp_tensor *t, int64_t numel, int f32_only,
         return mp_error(MP_ERR_RUNTIME, "fused optimizer step: %s %d is not contiguous", what,
                         i);
     if (f32_only ? t->dtype != MP_DTYPE_FLOAT32 : !mp_dtype_is_float(t->dtype))
-        return mp_error(MP_ERR_TYPE, "fused optimizer step: %s %d has an unsupported dtype",
-                        what, i);
+        return mp_error(MP_ERR_TYPE, "fused optimizer step: %s %d has an unsupported dtype "
+                        "(%s; expected %s)", what, i, mp_dtype_label(t->dtype),
+                        f32_only ? "float32" : "float32, float16 or bfloat16");
     if (mp_tensor_numel(t) != numel)
         return mp_error(MP_ERR_SHAPE, "fused optimizer step: %s %d has %lld elements, the "
                         "parameter has %lld", what, i, (long long)mp_tensor_numel(t),

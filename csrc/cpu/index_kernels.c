@@ -2,7 +2,8 @@
  * odometer that keeps running offsets; along the innermost dim either no index operand moves
  * (a strided run of data elements: one memcpy when both runs are dense) or every element
  * computes its own data address. Arithmetic of ADD/MUL is done in fp32 for fp16/bf16 and
- * rounded once per element, exactly in int64, and as or/and for bool. */
+ * rounded once per element, exactly in int64 and uint8 (modulo 256), and as or/and for
+ * bool. */
 #include "index_kernels.h"
 
 #include <string.h>
@@ -63,6 +64,11 @@ static inline void combine(mp_index_mode mode, mp_dtype dt, char *d, const char 
     } else if (dt == MP_DTYPE_BOOL) {
         uint8_t a = (uint8_t)*d, b = (uint8_t)*o;
         *d = (char)(mode == MP_IDX_ADD ? (a || b) : (a && b));
+    } else if (dt == MP_DTYPE_UINT8) {
+        /* modulo 256 as torch; alpha is an integer here (the core refuses a float one) */
+        uint8_t a = (uint8_t)*d, b = (uint8_t)*o;
+        uint64_t r = mode == MP_IDX_ADD ? a + (uint64_t)(int64_t)alpha * b : (uint64_t)a * b;
+        *d = (char)(uint8_t)r;
     } else {
         float a = load_f(dt, d), b = load_f(dt, o);
         if (mode == MP_IDX_ADD)

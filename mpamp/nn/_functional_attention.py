@@ -10,7 +10,7 @@ from .._random import default_generator
 
 __all__ = ["scaled_dot_product_attention", "rms_norm", "multi_head_attention_forward"]
 
-_INT_NAMES = {_C.int64: "Long", _C.bool: "Bool"}
+_INT_NAMES = {_C.int64: "Long", _C.bool: "Bool", _C.uint8: "Byte"}
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

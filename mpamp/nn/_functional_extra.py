@@ -18,7 +18,7 @@ __all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div", "on
            "normalize", "cosine_similarity", "leaky_relu", "leaky_relu_", "softplus"]
 
 _TORCH_NAMES = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "bool": "Bool"}
+                "int64": "Long", "bool": "Bool", "uint8": "Byte"}
 
 
 def _tname(dtype):
@@ -30,6 +30,11 @@ def _legacy(size_average, reduce, reduction):
     return _legacy_reduction(size_average, reduce, reduction)
 
 
+def _int_name(a, b):
+    """torch's name of the promoted dtype of two integral (or bool) dtypes."""
+    return "Long" if _mp.int64 in (a, b) else "Byte" if _mp.uint8 in (a, b) else "Bool"
+
+
 def _warn_size(input, target):  # noqa: A002 - torch's parameter names
     if target.size() != input.size():
         warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
@@ -39,7 +44,7 @@ def _warn_size(input, target):  # noqa: A002 - torch's parameter names
 
 def _check_float_pair(kernel, input, target):  # noqa: A002
     if not (input.is_floating_point() or target.is_floating_point()):
-        name = "Long" if _mp.int64 in (input.dtype, target.dtype) else "Bool"
+        name = _int_name(input.dtype, target.dtype)
         raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
 
 
@@ -217,7 +222,7 @@ def _broadcast_pair(a, b):
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between x1 and x2 along dim (broadcast), each normalised first."""
     if not (x1.is_floating_point() or x2.is_floating_point()):
-        name = "Long" if _mp.int64 in (x1.dtype, x2.dtype) else "Bool"
+        name = _int_name(x1.dtype, x2.dtype)
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{name}")
     x1, x2 = _C._autocast_cast("cosine_similarity", x1, x2)
