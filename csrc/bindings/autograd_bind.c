@@ -228,7 +228,7 @@ static mp_status py_result_to_grads(mp_node *n, PyObject *res, mp_tensor **gin)
     return st;
 }
 
-static mp_status py_backward_locked(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+static mp_status py_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
     py_node_ctx *c = n->ctx;
     PyObject *args = PyTuple_New(n->n_outputs);
@@ -257,10 +257,10 @@ static mp_status py_backward_locked(mp_node *n, mp_tensor **gout, mp_tensor **gi
 
 /* The engine runs without the GIL (other Python threads, e.g. DDP's communication thread,
  * make progress during a long backward); Python callables take it back for their call. */
-static mp_status py_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+static mp_status py_backward_gil(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
     PyGILState_STATE g = PyGILState_Ensure();
-    mp_status st = py_backward_locked(n, gout, gin);
+    mp_status st = py_backward(n, gout, gin);
     PyGILState_Release(g);
     return st;
 }
@@ -292,7 +292,7 @@ static PyObject *f_record_function(PyObject *m, PyObject *const *args, Py_ssize_
         goto done;
     }
     snprintf(c->name, sizeof c->name, "%s", cname);
-    mp_status st = mp_autograd_record(c->name, py_backward, ins, (int)ni, outs, (int)no, &node);
+    mp_status st = mp_autograd_record(c->name, py_backward_gil, ins, (int)ni, outs, (int)no, &node);
     if (st != MP_OK) {
         mp_raise(st);
         PyMem_RawFree(c);
