@@ -292,7 +292,8 @@ static PyObject *f_record_function(PyObject *m, PyObject *const *args, Py_ssize_
         goto done;
     }
     snprintf(c->name, sizeof c->name, "%s", cname);
-    mp_status st = mp_autograd_record(c->name, py_backward_gil, ins, (int)ni, outs, (int)no, &node);
+    mp_status st = mp_autograd_record(c->name, py_backward_gil, ins, (int)ni, outs, (int)no,
+                                      &node);
     if (st != MP_OK) {
         mp_raise(st);
         PyMem_RawFree(c);
