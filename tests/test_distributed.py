@@ -32,23 +32,34 @@ def _load(out, world):
     return npz, js
 
 
-def _job(runner, script, world, tmp_path_factory):
-    out = str(tmp_path_factory.mktemp(f"{script[:-3]}{world}"))
-    proc = runner(world, script, out)
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory):
+    """The collectives job (plain mpiexec) and the DDP job (the launcher) on 2 and 3 ranks,
+    started side by side (most of a job's time is start-up): {(name, world): (proc, out)}."""
+    started = {}
+    for world in (2, 3):
+        for name, runner in (("collectives", launch.mpiexec), ("ddp", launch.launch)):
+            out = str(tmp_path_factory.mktemp(f"{name}{world}"))
+            started[name, world] = (out, runner(world, f"{name}_job.py", out, wait=False))
+    return {key: (job.finish(), out) for key, (out, job) in started.items()}
+
+
+def _results(jobs, name, world):
+    proc, out = jobs[name, world]
     assert proc.returncode == 0, proc.output[-6000:]
     return (world, *_load(out, world))
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["2ranks", "3ranks"])
-def coll(request, tmp_path_factory):
-    """The collectives job, started with plain mpiexec."""
-    return _job(launch.mpiexec, "collectives_job.py", request.param, tmp_path_factory)
+@pytest.fixture(params=[2, 3], ids=["2ranks", "3ranks"])
+def coll(request, jobs):
+    """Results of the collectives job."""
+    return _results(jobs, "collectives", request.param)
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["2ranks", "3ranks"])
-def ddp(request, tmp_path_factory):
-    """The DDP job, started through python -m mpamp.distributed.run."""
-    return _job(launch.launch, "ddp_job.py", request.param, tmp_path_factory)
+@pytest.fixture(params=[2, 3], ids=["2ranks", "3ranks"])
+def ddp(request, jobs):
+    """Results of the DDP job."""
+    return _results(jobs, "ddp", request.param)
 
 
 def _round(ref, dtype):
