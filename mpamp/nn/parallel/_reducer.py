@@ -34,6 +34,7 @@ class _Bucket:
         self.flat = mpamp.zeros((numel,), dtype=mpamp.float32)
         self.pending = len(entries)
         self.work = None
+        self.launched_at = 0.0
 
 
 def _tensors_in(obj, out):
@@ -90,8 +91,11 @@ class Reducer:
         self._ready = [False] * len(params)
         self._used = [0] * len(params)
         self._next = 0
-        self.stats = {"backwards": 0, "buckets": 0, "comm_s": 0.0, "exposed_s": 0.0,
-                      "bytes": 0}
+        self._t_last_grad = 0.0
+        # comm_s: time the buckets' all-reduces ran; hidden_s: the part of it before the last
+        # gradient was ready (overlapped with backward); exposed_s: time the last hook waited
+        self.stats = {"backwards": 0, "buckets": 0, "comm_s": 0.0, "hidden_s": 0.0,
+                      "exposed_s": 0.0, "bytes": 0}
         ref = weakref.ref(self)
         handles = [p.register_post_accumulate_grad_hook(_hook(ref, i))
                    for i, p in enumerate(params)]
@@ -168,6 +172,7 @@ class Reducer:
     def _launch_ready(self):
         while self._next < len(self._buckets) and self._buckets[self._next].pending == 0:
             b = self._buckets[self._next]
+            b.launched_at = time.perf_counter()
             b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self._pg,
                                      async_op=True)
             self._next += 1
@@ -180,11 +185,12 @@ class Reducer:
             used = mpamp.tensor(self._used, dtype=mpamp.int64)
             used_work = dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self._pg,
                                         async_op=True)
-        t0 = time.perf_counter()
+        t0 = self._t_last_grad = time.perf_counter()     # backward's last gradient is ready
         for b in self._buckets:
             b.work.wait()
             start, end = b.work._span
             self.stats["comm_s"] += end - start
+            self.stats["hidden_s"] += max(0.0, min(end, t0) - start)
             self._write_back(b, None)
         if used is not None:
             used_work.wait()
