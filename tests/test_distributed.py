@@ -237,6 +237,7 @@ def test_ddp_equals_single_process_training(ddp, mode):
         stats = info[r][f"stats/{mode}"]
         assert stats["backwards"] == 20 and stats["buckets"] == 60
         assert info[r]["bucket_sizes"] == [164, 1024, 480]     # uneven; the last is smaller
+        assert info[r]["bucket_sizes_rebuilt"] == [164, 1024, 480]
     if mode == "fp16":
         assert info[0]["scaler/fp16"] == info[0]["ref_scaler/fp16"] == \
             info[0]["split_scaler/fp16"]
@@ -304,6 +305,9 @@ def test_buckets_progress_while_backward_runs(ddp):
     world, _, info = ddp
     for r in range(world):
         assert info[r]["overlap_buckets"] == [1024 * 4 + 4, 1024, 1024 * 1024]
+        # rebuilt after the first backward in the order the gradients came: the first
+        # layer's weight gradient is ready before its bias's
+        assert info[r]["overlap_buckets_rebuilt"] == [1024 * 4 + 4, 1024 * 1024, 1024]
         passes = info[r]["overlap_first_bucket_started_early"]
         assert all(launched for launched, _ in passes), passes
         assert any(started for _, started in passes), passes

@@ -1,5 +1,6 @@
 """DDP's gradient reducer. Parameters are packed into float32 buckets of about bucket_cap_mb
-in reverse registration order (roughly the order backward produces their gradients). Each
+in reverse registration order (roughly the order backward produces their gradients), and
+after the first backward in the order the gradients really became ready (as torch). Each
 parameter's post-accumulate-grad hook copies its gradient into its bucket slot; a bucket whose
 slots are all filled is all-reduced (averaged) asynchronously on the process group's
 communication thread, in bucket order on every rank, while backward goes on (the engine runs
@@ -76,17 +77,9 @@ class Reducer:
         self._params, self._names, self._pg = params, names, pg
         self._find_unused = find_unused
         self._world = pg.size()
-        self._buckets, self._slot = [], {}
-        group, size = [], 0
-        for i in reversed(range(len(params))):
-            nbytes = params[i].numel() * 4
-            if group and size + nbytes > bucket_cap_bytes:
-                self._add_bucket(group)
-                group, size = [], 0
-            group.append(i)
-            size += nbytes
-        if group:
-            self._add_bucket(group)
+        self._cap = bucket_cap_bytes
+        self._assign(list(reversed(range(len(params)))))
+        self._order, self._rebuilt = [], False
         self._expect = self._started = False
         self._ready = [False] * len(params)
         self._used = [0] * len(params)
@@ -100,6 +93,31 @@ class Reducer:
         handles = [p.register_post_accumulate_grad_hook(_hook(ref, i))
                    for i, p in enumerate(params)]
         weakref.finalize(self, _remove_all, handles)
+
+    def _assign(self, order):
+        """Buckets of about the cap, filled with the parameters in `order`."""
+        self._buckets, self._slot = [], {}
+        group, size = [], 0
+        for i in order:
+            nbytes = self._params[i].numel() * 4
+            if group and size + nbytes > self._cap:
+                self._add_bucket(group)
+                group, size = [], 0
+            group.append(i)
+            size += nbytes
+        if group:
+            self._add_bucket(group)
+
+    def _rebuild(self):
+        """After the first synced backward, as torch: buckets in the order the gradients
+        actually became ready (rank 0's order, so every rank builds the same buckets), so
+        the first bucket is complete, and launched, as early as possible."""
+        order = self._order + [i for i in range(len(self._params)) if i not in self._order]
+        box = [order]
+        dist.broadcast_object_list(box, src=self._pg._ranks[0], group=self._pg)
+        self._rebuilt = True
+        if [i for b in self._buckets for i, _, _ in b.entries] != box[0]:
+            self._assign(box[0])
 
     def _add_bucket(self, indices):
         entries, off = [], 0
@@ -161,6 +179,8 @@ class Reducer:
                                f"{self._names[i]} received its gradient twice in one backward "
                                f"pass (or was marked unused by find_unused_parameters)")
         self._started = True
+        if not self._rebuilt:
+            self._order.append(i)
         b, off, n = self._slot[i]
         with no_grad():
             self._buckets[b].flat[off:off + n].copy_(self._params[i].grad.reshape(-1))
@@ -200,6 +220,8 @@ class Reducer:
         self.stats["buckets"] += len(self._buckets)
         self.stats["bytes"] += sum(4 * b.flat.numel() for b in self._buckets)
         self._expect = self._started = False
+        if not self._rebuilt:
+            self._rebuild()
 
     def _write_back(self, b, only):
         """Averaged gradients into .grad: of the parameters this rank used, or of `only`."""
