@@ -163,10 +163,15 @@ def report(opts):
               f"({comm / step:.0%}) | {hidden:.0%} | "
               f"{_median([s['exposed_s'] for s in rows]) * 1e3:.0f} | {alone * 1e3:.0f} |")
     step2 = _median([s["step"] for s in per_rank[0]])
+    slow = _median([s["forward"] for s in per_rank[0]]) / \
+        _median([s["forward"] for s in single])
     print(f"\n2-rank step / 1-rank step: {step2 / t1:.2f} (1.00 = perfect data parallelism: "
           f"twice the samples per second); all-reduce alone: "
           f"{nbytes / _median([t for d in ddp for t in d['ranks'][0]['alone']]) / 1e9:.2f} "
           f"GB/s of gradients")
+    print(f"compute slowdown from sharing the cores (2-rank forward / 1-rank forward, no "
+          f"communication in it): {slow:.2f}; step ratio with that divided out: "
+          f"{step2 / t1 / slow:.2f}")
 
 
 def main(argv=None):
