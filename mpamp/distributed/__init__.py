@@ -23,7 +23,10 @@ _env.export_launcher_env()
 
 def is_available():
     """True when mpi4py (and so an MPI library) can be imported."""
-    return importlib.util.find_spec("mpi4py") is not None
+    try:
+        return importlib.util.find_spec("mpi4py") is not None
+    except (ImportError, ValueError):      # a broken or blocked installation
+        return False
 
 
 def is_mpi_available():
