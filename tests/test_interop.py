@@ -311,3 +311,38 @@ def test_from_numpy_readonly_warns():
     with pytest.warns(UserWarning, match="not writable"):
         t = mpamp.from_numpy(a)
     assert t.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_contiguous_buffer_requests_refuse_strided_tensors():
+    # mpi4py and ctypes ask for PyBUF_ANY/C/F_CONTIGUOUS and then read one run of memory
+    import ctypes
+
+    class Py_buffer(ctypes.Structure):
+        _fields_ = [("buf", ctypes.c_void_p), ("obj", ctypes.py_object), ("len", ctypes.c_ssize_t),
+                    ("itemsize", ctypes.c_ssize_t), ("readonly", ctypes.c_int),
+                    ("ndim", ctypes.c_int), ("format", ctypes.c_char_p),
+                    ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                    ("suboffsets", ctypes.c_void_p), ("internal", ctypes.c_void_p)]
+
+    get = ctypes.pythonapi.PyObject_GetBuffer
+    get.argtypes = [ctypes.py_object, ctypes.POINTER(Py_buffer), ctypes.c_int]
+    release = ctypes.pythonapi.PyBuffer_Release
+    release.argtypes = [ctypes.POINTER(Py_buffer)]
+    strides, c_contig, f_contig, any_contig = 0x18, 0x38, 0x58, 0x98
+
+    def request(obj, flags):
+        view = Py_buffer()
+        get(obj, ctypes.byref(view), flags)
+        n = view.len
+        release(ctypes.byref(view))
+        return n
+
+    t = mpamp.arange(12, dtype=mpamp.float32).reshape(3, 4)
+    for flags in (strides, c_contig, any_contig):
+        assert request(t, flags) == 48
+    assert request(t[1], f_contig) == 16                   # one dimension: both orders
+    for bad, flags in ((t.t(), c_contig), (t[:, ::2], any_contig), (t, f_contig),
+                       (t[:, 1], c_contig)):
+        with pytest.raises(BufferError, match="not contiguous in the requested order"):
+            request(bad, flags)
+    assert request(t.t(), strides) == 48                     # a strided consumer still works

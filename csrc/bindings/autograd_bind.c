@@ -98,7 +98,10 @@ static PyObject *f_backward(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     if (ng != n)
         PyErr_Format(PyExc_RuntimeError, "got %zd tensors and %zd gradients", n, ng);
     else if (check_grad_shapes(roots, grads, n) == 0) {
-        mp_status st = mp_autograd_backward(roots, grads, (int)n, retain, NULL, 0, NULL);
+        mp_status st;
+        Py_BEGIN_ALLOW_THREADS              /* Python nodes and hooks take it back */
+        st = mp_autograd_backward(roots, grads, (int)n, retain, NULL, 0, NULL);
+        Py_END_ALLOW_THREADS
         res = st == MP_OK ? Py_NewRef(Py_None) : mp_raise(st);
     }
     PyMem_Free(roots);
@@ -141,7 +144,10 @@ static PyObject *f_grad(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (check_grad_shapes(outs, gouts, no) < 0 ||
         !(res = PyMem_Calloc((size_t)(ni ? ni : 1), sizeof *res)))
         goto done;
-    mp_status st = mp_autograd_backward(outs, gouts, (int)no, retain, ins, (int)ni, res);
+    mp_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = mp_autograd_backward(outs, gouts, (int)no, retain, ins, (int)ni, res);
+    Py_END_ALLOW_THREADS
     if (st != MP_OK) {
         mp_raise(st);
         goto done;
@@ -249,6 +255,16 @@ static mp_status py_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     return st;
 }
 
+/* The engine runs without the GIL (other Python threads, e.g. DDP's communication thread,
+ * make progress during a long backward); Python callables take it back for their call. */
+static mp_status py_backward_gil(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    mp_status st = py_backward(n, gout, gin);
+    PyGILState_Release(g);
+    return st;
+}
+
 /* _record_function(name, callback, inputs, outputs): inputs are the tensor arguments in
  * order; outputs get the new node as grad_fn. Returns True when a node was recorded. */
 static PyObject *f_record_function(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
@@ -276,7 +292,8 @@ static PyObject *f_record_function(PyObject *m, PyObject *const *args, Py_ssize_
         goto done;
     }
     snprintf(c->name, sizeof c->name, "%s", cname);
-    mp_status st = mp_autograd_record(c->name, py_backward, ins, (int)ni, outs, (int)no, &node);
+    mp_status st = mp_autograd_record(c->name, py_backward_gil, ins, (int)ni, outs, (int)no,
+                                      &node);
     if (st != MP_OK) {
         mp_raise(st);
         PyMem_RawFree(c);

@@ -77,7 +77,7 @@ static mp_status python_failed(void)
     return mp_error(MP_ERR_RUNTIME, "(python exception)");   /* the Python error wins */
 }
 
-static mp_status py_tensor_hook(void *ctx, mp_tensor *unused, mp_tensor **grad)
+static mp_status py_tensor_hook_locked(void *ctx, mp_tensor *unused, mp_tensor **grad)
 {
     (void)unused;
     py_hook *h = ctx;
@@ -101,7 +101,7 @@ static mp_status py_tensor_hook(void *ctx, mp_tensor *unused, mp_tensor **grad)
 }
 
 /* called with the very object it was registered on (as torch), while that object lives */
-static mp_status py_post_hook(void *ctx, mp_tensor *leaf, mp_tensor **unused)
+static mp_status py_post_hook_locked(void *ctx, mp_tensor *leaf, mp_tensor **unused)
 {
     (void)unused;
     py_hook *h = ctx;
@@ -119,6 +119,23 @@ static mp_status py_post_hook(void *ctx, mp_tensor *leaf, mp_tensor **unused)
         return python_failed();
     Py_DECREF(res);
     return MP_OK;
+}
+
+/* The engine runs without the GIL (csrc/bindings/autograd_bind.c): take it for the call. */
+static mp_status py_tensor_hook(void *ctx, mp_tensor *t, mp_tensor **grad)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    mp_status st = py_tensor_hook_locked(ctx, t, grad);
+    PyGILState_Release(g);
+    return st;
+}
+
+static mp_status py_post_hook(void *ctx, mp_tensor *leaf, mp_tensor **grad)
+{
+    PyGILState_STATE g = PyGILState_Ensure();
+    mp_status st = py_post_hook_locked(ctx, leaf, grad);
+    PyGILState_Release(g);
+    return st;
 }
 
 /* The garbage collector sees a leaf's hook callables (a hook closing over its parameter is a

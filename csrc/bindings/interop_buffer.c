@@ -31,6 +31,21 @@ static const char *buffer_format(mp_dtype dt)
  * struct.unpack_from, file.write, hashlib) still get the raw bytes. */
 static _Thread_local int typed_bf16_requested;
 
+/* A consumer that asks for a C/F/any-contiguous buffer (mpi4py, ctypes) reads it as one run
+ * of memory, so a strided tensor must refuse (strides are then only informational). */
+static int contiguity_refused(const mp_tensor *t, int flags, int c_contiguous)
+{
+    int big_dims = 0;
+    for (int i = 0; i < t->ndim; i++)
+        big_dims += t->shape[i] > 1;
+    if ((flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS ||
+        (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS)
+        return !c_contiguous;
+    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS)
+        return !c_contiguous || big_dims > 1;
+    return 0;
+}
+
 int mp_tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
 {
     mp_tensor *t = MP_T(self);
@@ -45,6 +60,11 @@ int mp_tensor_getbuffer(PyObject *self, Py_buffer *view, int flags)
         return -1;
     }
     int contiguous = mp_tensor_is_contiguous(t);
+    if (contiguity_refused(t, flags, contiguous)) {
+        PyErr_SetString(PyExc_BufferError, "tensor is not contiguous in the requested order; "
+                        "call .contiguous()");
+        return -1;
+    }
     if (!contiguous && (flags & PyBUF_STRIDES) != PyBUF_STRIDES) {
         PyErr_SetString(PyExc_BufferError, "tensor is not contiguous; call .contiguous() or "
                         "request a strided buffer");

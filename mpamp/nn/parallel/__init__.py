@@ -1,7 +1,8 @@
 """mpamp.nn.parallel: torch.nn.parallel's names. DataParallel without devices runs the module
-itself (what torch does with no GPU); DistributedDataParallel needs mpamp.distributed, which
-is not available yet, so constructing it raises a RuntimeError saying so."""
+itself (what torch does with no GPU); DistributedDataParallel averages gradients across the
+ranks of an mpamp.distributed process group (distributed.py)."""
 from ..modules.module import Module
+from .distributed import DistributedDataParallel
 
 
 class DataParallel(Module):
@@ -15,15 +16,6 @@ class DataParallel(Module):
 
     def forward(self, *inputs, **kwargs):
         return self.module(*inputs, **kwargs)
-
-
-class DistributedDataParallel(Module):
-    """Unavailable until mpamp.distributed exists: raises RuntimeError."""
-
-    def __init__(self, module, *args, **kwargs):
-        raise RuntimeError("DistributedDataParallel: distributed training is not available in "
-                           "mpamp yet (mpamp.distributed.is_available() is False); train the "
-                           "module in a single process")
 
 
 __all__ = ["DataParallel", "DistributedDataParallel"]
