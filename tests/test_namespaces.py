@@ -231,7 +231,9 @@ def test_data_module_paths():
 def test_every_new_package_is_installed_by_pyproject():
     import pathlib
     import tomllib
-    root = pathlib.Path(mpamp.__file__).parent.parent
+    # the checkout's tree, not the installed copy (CI installs with `pip install .`, so
+    # mpamp.__file__ lies in site-packages, where no pyproject.toml is)
+    root = pathlib.Path(__file__).resolve().parent.parent
     pkgs = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
                ["packages"])
     found = {".".join(p.parent.relative_to(root).parts)
