@@ -25,6 +25,32 @@ static const float *load_f32(const char *p, int64_t stride, mp_dtype dt, int64_t
         default: break;
         }
     }
+    if (stride == 0) {                  /* a broadcast operand (a Python scalar, a bias) */
+        float v = (float)mp_load_f64(dt, p);
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = v;
+        return buf;
+    }
+    if (dt == MP_DTYPE_FLOAT32) {       /* a strided view: gather without the dtype switch */
+        const float *f = (const float *)p;
+        for (int64_t i = 0; i < n; i++)
+            buf[i] = f[i * stride];
+        return buf;
+    }
+    if (dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16) {
+        const uint16_t *h = (const uint16_t *)p;
+        uint16_t raw[MP_MAP_CHUNK];
+        for (int64_t done = 0; done < n; done += MP_MAP_CHUNK) {
+            int64_t m = n - done < MP_MAP_CHUNK ? n - done : MP_MAP_CHUNK;
+            for (int64_t i = 0; i < m; i++)
+                raw[i] = h[(done + i) * stride];
+            if (dt == MP_DTYPE_FLOAT16)
+                k->f16_to_f32((const mp_half *)raw, buf + done, (size_t)m);
+            else
+                k->bf16_to_f32((const mp_bf16 *)raw, buf + done, (size_t)m);
+        }
+        return buf;
+    }
     size_t sz = mp_dtype_size(dt);
     int64_t step = stride * (int64_t)sz;
     for (int64_t i = 0; i < n; i++)

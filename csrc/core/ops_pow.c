@@ -3,6 +3,7 @@
  * Integer results (int64, uint8) are exact and wrap as torch's: square-and-multiply modulo
  * 2^64, a uint8 pow wraps a Python int or 0-d int64 operand modulo 256 first. */
 #include <math.h>
+#include <string.h>
 
 #include "chunk.h"
 #include "elementwise.h"
@@ -14,6 +15,30 @@ static void f_pow(const float *const *in, float *out, int64_t n, const double *a
     (void)args;
     for (int64_t i = 0; i < n; i++)
         out[i] = powf(in[0][i], in[1][i]);
+}
+
+/* a^e for a Python-number exponent, args[0] = e: torch's special cases (2, 3, 0.5, -0.5,
+ * -1, -2 as products, sqrt and divisions; the results torch gives, e.g. sqrt(-0) = -0) and
+ * powf otherwise. The branch is outside the loops so that each one vectorises. */
+static void f_pow_scalar(const float *const *in, float *out, int64_t n, const double *args)
+{
+    const float *x = in[0];
+    double e = args[0];
+    float ef = (float)e;
+    if (e == 2.0)
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] * x[i];
+    else if (e == 3.0)
+        for (int64_t i = 0; i < n; i++) out[i] = x[i] * x[i] * x[i];
+    else if (e == 0.5)
+        for (int64_t i = 0; i < n; i++) out[i] = sqrtf(x[i]);
+    else if (e == -0.5)
+        for (int64_t i = 0; i < n; i++) out[i] = 1.0f / sqrtf(x[i]);
+    else if (e == -1.0)
+        for (int64_t i = 0; i < n; i++) out[i] = 1.0f / x[i];
+    else if (e == -2.0)
+        for (int64_t i = 0; i < n; i++) out[i] = 1.0f / (x[i] * x[i]);
+    else
+        for (int64_t i = 0; i < n; i++) out[i] = powf(x[i], ef);
 }
 
 /* base^e wrapping modulo 2^64 as torch's integer pow; a negative e gives 1 for base 1,
@@ -72,6 +97,12 @@ static mp_status check_exponent(mp_dtype dt, const mp_tensor *b)
     return mp_check_scalar_fits(dt, e);
 }
 
+static double scalar_value(const mp_tensor *b)
+{
+    mp_scalar v = mp_tensor_get_item(b, 0);
+    return v.is_int ? (double)v.i : v.f;
+}
+
 /* in: g, a, b -> g * b * a^(b-1) */
 static void f_grad_base(const float *const *in, float *out, int64_t n, const double *args)
 {
@@ -92,9 +123,44 @@ static void f_grad_exp(const float *const *in, float *out, int64_t n, const doub
     }
 }
 
+/* in: g, a; args[0] = b, a Python number -> g * (b * a^(b-1)), the power through
+ * f_pow_scalar's cases as torch's backward computes it (so 3 gives g * (3 * (a * a))) */
+static void f_grad_base_scalar(const float *const *in, float *out, int64_t n,
+                               const double *args)
+{
+    double b = args[0], bm1 = b - 1.0;
+    float bf = (float)b;
+    if (b == 0.0) {
+        for (int64_t i = 0; i < n; i++)
+            out[i] = 0.0f;
+        return;
+    }
+    if (bm1 == 1.0)
+        for (int64_t i = 0; i < n; i++) out[i] = in[0][i] * (bf * in[1][i]);
+    else if (bm1 == 0.0)
+        for (int64_t i = 0; i < n; i++) out[i] = in[0][i] * bf;
+    else {
+        f_pow_scalar(&in[1], out, n, &bm1);
+        for (int64_t i = 0; i < n; i++)
+            out[i] = in[0][i] * (bf * out[i]);
+    }
+}
+
 static mp_status grad_of(mp_node *n, int which, mp_tensor *g, mp_tensor *a, mp_tensor *b,
                          mp_tensor **out)
 {
+    if (which == 0 && b->wrapped_number && a->ndim == g->ndim &&
+        !memcmp(a->shape, g->shape, sizeof(int64_t) * (size_t)a->ndim)) {
+        double e = scalar_value(b);
+        mp_tensor *ga[2] = {g, a};
+        mp_dtype gdt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
+        mp_status st = mp_tensor_empty(a->shape, a->ndim, gdt, MP_DEVICE_CPU, out);
+        if (st == MP_OK)
+            st = mp_map(*out, ga, 2, f_grad_base_scalar, &e);
+        (void)n;
+        return st;
+    }
+
     mp_tensor *in[3] = {g, a, b}, *ex[3], *full;
     int64_t shape[MP_MAX_DIMS];
     int nd, ind;
@@ -137,7 +203,11 @@ mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
     if (st != MP_OK || (st = mp_broadcast_all(in, 2, shape, &nd, ex, "pow")) != MP_OK)
         return st;
     st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, out);
-    if (st == MP_OK && mp_dtype_is_float(dt))
+    double e = 0.0;
+    if (st == MP_OK && mp_dtype_is_float(dt) && b->wrapped_number) {
+        e = scalar_value(b);
+        st = mp_map(*out, ex, 1, f_pow_scalar, &e);
+    } else if (st == MP_OK && mp_dtype_is_float(dt))
         st = mp_map(*out, ex, 2, f_pow, NULL);
     else if (st == MP_OK)
         int_pow(*out, ex);
