@@ -117,6 +117,20 @@ def main():
                             args.calls, args.repeat)
         line += f" {td * 1e6:8.2f}us"
     print(line)
+    print(pool_overhead(args.calls, args.repeat))
+
+
+def pool_overhead(calls, repeat):
+    """The thread pool's cost per parallel region: an empty region split over two threads
+    minus the same region run inline (one thread), both through the _parallel_probe hook,
+    with the workers warm (regions back to back, as in a training step)."""
+    if mpamp.get_num_threads() < 2:
+        return "parallel region overhead: skipped (one thread)"
+    probe = mpamp._C._parallel_probe
+    one, two = median_interleaved([lambda: probe(1, 1, 0), lambda: probe(2, 1, 0)], calls,
+                                  repeat)
+    return (f"{'parallel region overhead (warm pool, 2 thr)':44s} {(two - one) * 1e6:8.2f}us"
+            f"   (inline {one * 1e6:.2f}us, 2-thread region {two * 1e6:.2f}us)")
 
 
 if __name__ == "__main__":

@@ -80,9 +80,10 @@ static void store_f32(char *p, int64_t stride, mp_dtype dt, const float *src, in
     }
 }
 
-/* Elements per thread below which a map stays on one thread: starting a thread costs tens of
- * microseconds, a map element about a nanosecond. */
-#define MP_MAP_GRAIN (1 << 17)
+/* Elements per thread below which a map stays on one thread: a region on the warm pool costs
+ * well under a microsecond (benchmarks/bench_overhead.py), a map element about a nanosecond,
+ * so 32k elements (~10-30 us of work) already gain from a second thread. */
+#define MP_MAP_GRAIN (1 << 15)
 
 typedef struct {
     int n_in;

@@ -13,7 +13,9 @@
 #define MP_MAP_CHUNK 256
 
 /* in[k][0..n) are the inputs as fp32, out[0..n) receives the result; args are op constants.
- * fn must treat each element on its own: large maps run on several threads. */
+ * fn must treat each element on its own: large maps run on several threads. Read in[k] and
+ * args[k] into locals before the loop: the build has -fno-strict-aliasing, so each store to
+ * out[i] could alias them and the compiler would reload them per element (no vectors). */
 typedef void (*mp_map_fn)(const float *const *in, float *out, int64_t n, const double *args);
 
 mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,

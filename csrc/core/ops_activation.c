@@ -11,26 +11,30 @@
 /* args: slope */
 static void leaky_map(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
     float s = (float)args[0];
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[0][i] > 0.0f ? in[0][i] : in[0][i] * s;
+        out[i] = in0_[i] > 0.0f ? in0_[i] : in0_[i] * s;
 }
 
 /* in: grad, x */
 static void leaky_grad_map(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
     float s = (float)args[0];
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[1][i] > 0.0f ? in[0][i] : in[0][i] * s;
+        out[i] = in1_[i] > 0.0f ? in0_[i] : in0_[i] * s;
 }
 
 /* torch: x * beta > threshold gives x, else log1p(exp(x * beta)) / beta */
 static void softplus_map(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
     float beta = (float)args[0], th = (float)args[1];
     for (int64_t i = 0; i < n; i++) {
-        float bx = in[0][i] * beta;
-        out[i] = bx > th ? in[0][i] : log1pf(expf(bx)) / beta;
+        float bx = in0_[i] * beta;
+        out[i] = bx > th ? in0_[i] : log1pf(expf(bx)) / beta;
     }
 }
 
@@ -38,10 +42,12 @@ static void softplus_map(const float *const *in, float *out, int64_t n, const do
 static void softplus_grad_map(const float *const *in, float *out, int64_t n,
                               const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
     float beta = (float)args[0], th = (float)args[1];
     for (int64_t i = 0; i < n; i++) {
-        float bx = in[1][i] * beta, z = expf(bx);
-        out[i] = bx > th ? in[0][i] : in[0][i] * z / (z + 1.0f);
+        float bx = in1_[i] * beta, z = expf(bx);
+        out[i] = bx > th ? in0_[i] : in0_[i] * z / (z + 1.0f);
     }
 }
 

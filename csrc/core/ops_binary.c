@@ -24,29 +24,37 @@ static void f_add(const float *const *in, float *out, int64_t n, const double *a
 
 static void f_mul(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
     (void)args;
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[0][i] * in[1][i];
+        out[i] = in0_[i] * in1_[i];
 }
 
 static void f_div(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
     (void)args;
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[0][i] / in[1][i];
+        out[i] = in0_[i] / in1_[i];
 }
 
 static void d_add(const double *const *in, double *out, int64_t n, const double *args)
 {
+    const double *in0_ = in[0];
+    const double *in1_ = in[1], alpha = args[0];
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[0][i] + args[0] * in[1][i];
+        out[i] = in0_[i] + alpha * in1_[i];
 }
 
 static void d_mul(const double *const *in, double *out, int64_t n, const double *args)
 {
+    const double *in0_ = in[0];
+    const double *in1_ = in[1];
     (void)args;
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[0][i] * in[1][i];
+        out[i] = in0_[i] * in1_[i];
 }
 
 static mp_map_fn const fns[] = {f_add, f_add, f_mul, f_div};
@@ -143,10 +151,13 @@ static mp_status mul_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 /* in: g, a, b -> -g * a / b^2, in fp32 with one rounding (not three chained ops) */
 static void f_div_grad_b(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
+    const float *in2_ = in[2];
     (void)args;
     for (int64_t i = 0; i < n; i++) {
-        float b = in[2][i];
-        out[i] = -in[0][i] * in[1][i] / (b * b);
+        float b = in2_[i];
+        out[i] = -in0_[i] * in1_[i] / (b * b);
     }
 }
 

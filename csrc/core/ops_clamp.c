@@ -126,9 +126,12 @@ static void f_where(const float *const *in, float *out, int64_t n, const double 
 
 static void d_where(const double *const *in, double *out, int64_t n, const double *args)
 {
+    const double *in0_ = in[0];
+    const double *in1_ = in[1];
+    const double *in2_ = in[2];
     (void)args;
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[0][i] != 0.0 ? in[1][i] : in[2][i];
+        out[i] = in0_[i] != 0.0 ? in1_[i] : in2_[i];
 }
 
 /* out (dtype dt) = where(cond, a, b) over the broadcast shape */

@@ -17,7 +17,7 @@
 #include "reduce.h"
 
 /* elements per thread below which a kernel stays on one thread (as mp_map) */
-#define CMP_GRAIN (1 << 17)
+#define CMP_GRAIN (1 << 15)
 
 static const char *const cmp_names[MP_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
 

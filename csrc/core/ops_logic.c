@@ -13,7 +13,7 @@
 #include "ops_compare.h"
 #include "rows.h"
 
-#define LOGIC_GRAIN (1 << 17)
+#define LOGIC_GRAIN (1 << 15)
 
 typedef struct {
     mp_logic_op op;

@@ -15,7 +15,7 @@
 #include "ops_compare.h"
 #include "rows.h"
 
-#define MATH_GRAIN (1 << 17)
+#define MATH_GRAIN (1 << 15)
 
 typedef struct {
     int is_fmod, is_float;
@@ -112,9 +112,12 @@ static mp_status rem_compute(int is_fmod, mp_tensor *a, mp_tensor *b, mp_tensor 
  * quotient is taken from fmod so that a = q * b + remainder holds where a / b rounds up */
 static void f_rem_grad_b(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
+    const float *in2_ = in[2];
     int is_fmod = args[0] != 0.0;
     for (int64_t i = 0; i < n; i++) {
-        float a = in[1][i], b = in[2][i], q;
+        float a = in1_[i], b = in2_[i], q;
         if (is_fmod || b == 0.0f || !isfinite(a) || !isfinite(b)) {
             q = is_fmod ? truncf(a / b) : floorf(a / b);
         } else {
@@ -125,7 +128,7 @@ static void f_rem_grad_b(const float *const *in, float *out, int64_t n, const do
             if (d - q > 0.5f)
                 q += 1.0f;
         }
-        out[i] = -in[0][i] * q;
+        out[i] = -in0_[i] * q;
     }
 }
 
@@ -200,10 +203,11 @@ mp_status mp_op_remainder_(int is_fmod, mp_tensor *a, mp_tensor *b)
  * in fp32 */
 static void f_round_dec(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
     int neg = args[0] < 0;
     float p = (float)pow(10.0, neg ? -args[0] : args[0]);
     for (int64_t i = 0; i < n; i++)
-        out[i] = neg ? nearbyintf(in[0][i] / p) * p : nearbyintf(in[0][i] * p) / p;
+        out[i] = neg ? nearbyintf(in0_[i] / p) * p : nearbyintf(in0_[i] * p) / p;
 }
 
 static mp_status zero_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)

@@ -222,9 +222,12 @@ static mp_status extreme_float(int which, mp_tensor *a, mp_tensor *b, mp_dtype d
 /* in: g, a, b; args: which, side (0: a's gradient, 1: b's) */
 static void f_extreme_grad(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
+    const float *in2_ = in[2];
     int which = (int)args[0], side = (int)args[1];
     for (int64_t i = 0; i < n; i++) {
-        float g = in[0][i], a = in[1][i], b = in[2][i], w;
+        float g = in0_[i], a = in1_[i], b = in2_[i], w;
         if (which == MP_EXT_MAXIMUM || which == MP_EXT_MINIMUM) {
             int a_below = which == MP_EXT_MAXIMUM ? a < b : a > b;
             int b_below = which == MP_EXT_MAXIMUM ? b < a : b > a;

@@ -37,12 +37,13 @@ static double row_norm(const float *x, int64_t n, double p)
 static void normalize_row(const float *const *in, float *out, int64_t len, int64_t row,
                           void *vctx)
 {
+    const float *in0_ = in[0];
     (void)row;
     const norm_ctx *c = vctx;
     double n = row_norm(in[0], len, c->p);
     float d = (float)(n != n ? n : n > c->eps ? n : c->eps);
     for (int64_t i = 0; i < len; i++)
-        out[i] = in[0][i] / d;
+        out[i] = in0_[i] / d;
 }
 
 static float sign_f(float v)

@@ -12,9 +12,11 @@
 
 static void f_pow(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
     (void)args;
     for (int64_t i = 0; i < n; i++)
-        out[i] = powf(in[0][i], in[1][i]);
+        out[i] = powf(in0_[i], in1_[i]);
 }
 
 /* a^e for a Python-number exponent, args[0] = e: torch's special cases (2, 3, 0.5, -0.5,
@@ -106,20 +108,26 @@ static double scalar_value(const mp_tensor *b)
 /* in: g, a, b -> g * b * a^(b-1) */
 static void f_grad_base(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
+    const float *in2_ = in[2];
     (void)args;
     for (int64_t i = 0; i < n; i++) {
-        float b = in[2][i];
-        out[i] = b == 0.0f ? 0.0f : in[0][i] * b * powf(in[1][i], b - 1.0f);
+        float b = in2_[i];
+        out[i] = b == 0.0f ? 0.0f : in0_[i] * b * powf(in1_[i], b - 1.0f);
     }
 }
 
 /* in: g, a, b -> g * a^b * log(a) */
 static void f_grad_exp(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
+    const float *in2_ = in[2];
     (void)args;
     for (int64_t i = 0; i < n; i++) {
-        float a = in[1][i], b = in[2][i];
-        out[i] = (a == 0.0f && b >= 0.0f) ? 0.0f : in[0][i] * powf(a, b) * logf(a);
+        float a = in1_[i], b = in2_[i];
+        out[i] = (a == 0.0f && b >= 0.0f) ? 0.0f : in0_[i] * powf(a, b) * logf(a);
     }
 }
 
@@ -128,6 +136,8 @@ static void f_grad_exp(const float *const *in, float *out, int64_t n, const doub
 static void f_grad_base_scalar(const float *const *in, float *out, int64_t n,
                                const double *args)
 {
+    const float *in0_ = in[0];
+    const float *in1_ = in[1];
     double b = args[0], bm1 = b - 1.0;
     float bf = (float)b;
     if (b == 0.0) {
@@ -136,13 +146,13 @@ static void f_grad_base_scalar(const float *const *in, float *out, int64_t n,
         return;
     }
     if (bm1 == 1.0)
-        for (int64_t i = 0; i < n; i++) out[i] = in[0][i] * (bf * in[1][i]);
+        for (int64_t i = 0; i < n; i++) out[i] = in0_[i] * (bf * in1_[i]);
     else if (bm1 == 0.0)
-        for (int64_t i = 0; i < n; i++) out[i] = in[0][i] * bf;
+        for (int64_t i = 0; i < n; i++) out[i] = in0_[i] * bf;
     else {
         f_pow_scalar(&in[1], out, n, &bm1);
         for (int64_t i = 0; i < n; i++)
-            out[i] = in[0][i] * (bf * out[i]);
+            out[i] = in0_[i] * (bf * out[i]);
     }
 }
 

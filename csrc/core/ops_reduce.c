@@ -24,9 +24,10 @@ static uint32_t all_dims(int ndim)
 /* out = in / args[0] */
 static void f_div_scalar(const float *const *in, float *out, int64_t n, const double *args)
 {
+    const float *in0_ = in[0];
     float d = (float)args[0];
     for (int64_t i = 0; i < n; i++)
-        out[i] = in[0][i] / d;
+        out[i] = in0_[i] / d;
 }
 
 /* ---- sum / mean ---- */

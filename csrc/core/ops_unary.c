@@ -79,10 +79,13 @@ static inline float zero_if(int cond, float value)
     return value;
 }
 
+/* in[0] is read once: the build's -fno-strict-aliasing lets a float store alias the pointer
+ * array, so reading in[0][i] in the loop would reload in[0] after every store (no vectors) */
 #define MAP_LOOP(expr)                                                                       \
     do {                                                                                     \
+        const float *x0_ = in[0];                                                            \
         for (int64_t i = 0; i < n; i++) {                                                    \
-            float x = in[0][i];                                                              \
+            float x = x0_[i];                                                                \
             out[i] = (expr);                                                                 \
         }                                                                                    \
     } while (0)
