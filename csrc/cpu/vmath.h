@@ -45,9 +45,10 @@ typedef struct {
     double (*exp_sum)(const float *x, float shift, float *y, size_t n);
 } mp_vmath;
 
-/* In vmath_scalar.c and vmath_avx2.c (x86-64 only). */
+/* In vmath_scalar.c, vmath_avx2.c and vmath_avx512.c (x86-64 only). */
 void mp_vmath_fill_scalar(mp_vmath *v);
 void mp_vmath_fill_avx2(mp_vmath *v);
+void mp_vmath_fill_avx512(mp_vmath *v);
 
 /* "exp", "log", "sigmoid", "tanh", "silu", "gelu", "gelu_tanh", "silu_grad", "gelu_grad",
  * "gelu_tanh_grad"; -1 when unknown. */

@@ -1,5 +1,6 @@
 /* vmath_body.h - the one definition of the vector math functions (vmath.h), written over a
- * lane type: included by vmath_scalar.c (one float per "vector") and vmath_avx2.c (__m256)
+ * lane type: included by vmath_scalar.c (one float per "vector"), vmath_avx2.c (__m256) and
+ * vmath_avx512.c (__m512, masks in k registers)
  * after they define the primitives below. Every function is a fixed sequence of IEEE
  * single-precision operations - no FMA, no table lookups, no data-dependent branches - so the
  * scalar and the vector instantiations give the same bits for every input (vmath_check.c
