@@ -84,6 +84,43 @@ static inline simde__m512 emu_maskz_loadu_ps(simde__mmask16 k, const void *p)
     return simde_mm512_loadu_ps(f);
 }
 
+static inline simde__m512 emu_cvtepi32_ps(simde__m512i v)
+{
+    int32_t w[16];
+    float f[16];
+    simde_mm512_storeu_si512(w, v);
+    for (int i = 0; i < 16; i++)
+        f[i] = (float)w[i];       /* exact for the small integers vmath converts */
+    return simde_mm512_loadu_ps(f);
+}
+
+static inline simde__m512i emu_srai_epi32(simde__m512i v, int n)
+{
+    int32_t w[16];
+    simde_mm512_storeu_si512(w, v);
+    for (int i = 0; i < 16; i++)
+        w[i] = (int32_t)(w[i] < 0 ? ~(~(uint32_t)w[i] >> n) : (uint32_t)w[i] >> n);
+    return simde_mm512_loadu_si512(w);
+}
+
+static inline simde__m512d emu_cvtps_pd(simde__m256 v)
+{
+    float f[8];
+    double d[8];
+    simde_mm256_storeu_ps(f, v);
+    for (int i = 0; i < 8; i++)
+        d[i] = (double)f[i];
+    return simde_mm512_loadu_pd(d);
+}
+
+static inline simde__m512 emu_mask_loadu_ps(simde__m512 src, simde__mmask16 k, const void *p)
+{
+    float f[16];
+    simde_mm512_storeu_ps(f, src);
+    emu_masked_copy(f, p, k, 4);
+    return simde_mm512_loadu_ps(f);
+}
+
 static inline simde__m512i emu_maskz_loadu_epi32(simde__mmask16 k, const void *p)
 {
     uint32_t w[16] = {0};
@@ -201,6 +238,10 @@ static inline simde__m512 emu_dpbf16_ps(simde__m512 src, simde__m512bh a, simde_
 #undef _mm512_cvtepu16_epi32
 #undef _mm512_maskz_loadu_ps
 #undef _mm512_maskz_loadu_epi32
+#undef _mm512_mask_loadu_ps
+#undef _mm512_cvtepi32_ps
+#undef _mm512_srai_epi32
+#undef _mm512_cvtps_pd
 #undef _mm256_maskz_loadu_epi16
 #undef _mm512_mask_storeu_ps
 #undef _mm512_mask_storeu_epi32
@@ -215,6 +256,10 @@ static inline simde__m512 emu_dpbf16_ps(simde__m512 src, simde__m512bh a, simde_
 #define _mm512_cvtepi32_epi16(v) emu_cvtepi32_epi16(v)
 #define _mm512_cvtepu16_epi32(v) emu_cvtepu16_epi32(v)
 #define _mm512_maskz_loadu_ps(k, p) emu_maskz_loadu_ps((k), (p))
+#define _mm512_cvtepi32_ps(v) emu_cvtepi32_ps(v)
+#define _mm512_srai_epi32(v, n) emu_srai_epi32((v), (n))
+#define _mm512_cvtps_pd(v) emu_cvtps_pd(v)
+#define _mm512_mask_loadu_ps(src, k, p) emu_mask_loadu_ps((src), (k), (p))
 #define _mm512_maskz_loadu_epi32(k, p) emu_maskz_loadu_epi32((k), (p))
 #define _mm256_maskz_loadu_epi16(k, p) emu_maskz_loadu_epi16((k), (p))
 #define _mm512_mask_storeu_ps(p, k, v) emu_mask_storeu_ps((p), (k), (v))
