@@ -12,8 +12,8 @@
 #include "reduce.h"
 #include "view.h"
 
-/* Loads n elements (stride in elements) of dtype dt at p into buf as fp32; returns a
- * pointer to the fp32 data (p itself for contiguous float32). */
+/* Loads n <= MP_MAP_CHUNK elements (stride in elements) of dtype dt at p into buf as fp32;
+ * returns a pointer to the fp32 data (p itself for contiguous float32). */
 static const float *load_f32(const char *p, int64_t stride, mp_dtype dt, int64_t n, float *buf,
                              const mp_cpu_kernels *k)
 {
@@ -39,16 +39,13 @@ static const float *load_f32(const char *p, int64_t stride, mp_dtype dt, int64_t
     }
     if (dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16) {
         const uint16_t *h = (const uint16_t *)p;
-        uint16_t raw[MP_MAP_CHUNK];
-        for (int64_t done = 0; done < n; done += MP_MAP_CHUNK) {
-            int64_t m = n - done < MP_MAP_CHUNK ? n - done : MP_MAP_CHUNK;
-            for (int64_t i = 0; i < m; i++)
-                raw[i] = h[(done + i) * stride];
-            if (dt == MP_DTYPE_FLOAT16)
-                k->f16_to_f32((const mp_half *)raw, buf + done, (size_t)m);
-            else
-                k->bf16_to_f32((const mp_bf16 *)raw, buf + done, (size_t)m);
-        }
+        uint16_t raw[MP_MAP_CHUNK];     /* n <= MP_MAP_CHUNK: map_run loads chunk by chunk */
+        for (int64_t i = 0; i < n; i++)
+            raw[i] = h[i * stride];
+        if (dt == MP_DTYPE_FLOAT16)
+            k->f16_to_f32((const mp_half *)raw, buf, (size_t)n);
+        else
+            k->bf16_to_f32((const mp_bf16 *)raw, buf, (size_t)n);
         return buf;
     }
     size_t sz = mp_dtype_size(dt);

@@ -167,7 +167,6 @@ static mp_status grad_of(mp_node *n, int which, mp_tensor *g, mp_tensor *a, mp_t
         mp_status st = mp_tensor_empty(a->shape, a->ndim, gdt, MP_DEVICE_CPU, out);
         if (st == MP_OK)
             st = mp_map(*out, ga, 2, f_grad_base_scalar, &e);
-        (void)n;
         return st;
     }
 

@@ -283,7 +283,7 @@ static void apply_mask(mp_tensor *src, mp_tensor *dst, double p, uint64_t seed,
 {
     const mp_cpu_kernels *k = mp_cpu();
     float buf[DROP_CHUNK];
-    uint32_t w[4], words[DROP_CHUNK + 4];
+    uint32_t words[DROP_CHUNK + 4];     /* + 4: the last block may pass m */
     int64_t n = mp_tensor_numel(src);
     size_t ssz = mp_dtype_size(src->dtype), dsz = mp_dtype_size(dst->dtype);
     const char *s = mp_tensor_data(src);
@@ -303,10 +303,8 @@ static void apply_mask(mp_tensor *src, mp_tensor *dst, double p, uint64_t seed,
         if (p > 0.0 && p < 1.0) {
             /* the chunk's Philox words first, then one branch-free (vectorisable) pass:
              * u = (w >> 8) / 2^24 < keep  <=>  (w >> 8) < ceil(keep * 2^24) */
-            for (int64_t j = 0; j < m; j += 4) {
-                mp_philox(seed, offset + (uint64_t)((i0 + j) / 4), w);
-                memcpy(&words[j], w, sizeof w);
-            }
+            for (int64_t j = 0; j < m; j += 4)
+                mp_philox(seed, offset + (uint64_t)((i0 + j) / 4), &words[j]);
             for (int64_t i = 0; i < m; i++)
                 buf[i] *= (words[i] >> 8) < below ? scale : 0.0f;
         } else {
