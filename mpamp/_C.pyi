@@ -38,6 +38,8 @@ class TensorBase:
         """_C handle for hook(tensor), called after a leaf's .grad was accumulated"""
     def _rmatmul_op(self, *args: Any, **kwargs: Any) -> Any:
         """other @ self (NotImplemented for non-tensors)"""
+    def _to_device(self, *args: Any, **kwargs: Any) -> Any:
+        """A copy on another device type (0 cpu, 1 cuda), optionally in another dtype"""
     def _to_dtype(self, *args: Any, **kwargs: Any) -> Any:
         """Convert to a dtype (self when unchanged unless copy)"""
     _version: Any  # Writes into the storage so far (autograd's counter)
@@ -440,12 +442,26 @@ def _cpu_peak_gflops(*args: Any, **kwargs: Any) -> Any:
     """_cpu_peak_gflops(kind, threads=None, seconds=0.2): measured GFLOP/s of 'fp32_fma' or 'bf16_dot'; None when the active ISA level lacks the instruction"""
 def _cuda_cast_roundtrip(*args: Any, **kwargs: Any) -> Any:
     """Test hook: convert a CPU tensor with the CUDA cast kernels"""
+def _cuda_count(*args: Any, **kwargs: Any) -> Any:
+    """CUDA devices of this process (simulated too)"""
 def _cuda_device_count(*args: Any, **kwargs: Any) -> Any:
     """Usable CUDA devices"""
+def _cuda_empty_cache(*args: Any, **kwargs: Any) -> Any:
+    """Release cached device blocks"""
 def _cuda_is_built(*args: Any, **kwargs: Any) -> Any:
     """True when built with nvcc"""
+def _cuda_is_sim(*args: Any, **kwargs: Any) -> Any:
+    """True when MPAMP_CUDA_SIM=1 (simulated GPU)"""
+def _cuda_memory_stats(*args: Any, **kwargs: Any) -> Any:
+    """The CUDA device's allocator and copy counters"""
 def _cuda_probe(*args: Any, **kwargs: Any) -> Any:
     """Test hook: allocate 16 bytes on the device; raises when CUDA is not available"""
+def _cuda_properties(*args: Any, **kwargs: Any) -> Any:
+    """(name, major, minor, total_memory, multi_processor_count) of a CUDA device"""
+def _cuda_reset_peak(*args: Any, **kwargs: Any) -> Any:
+    """Start new peaks"""
+def _cuda_synchronize(*args: Any, **kwargs: Any) -> Any:
+    """Wait for the device"""
 def _cumsum(*args: Any, **kwargs: Any) -> Any:
     """_cumsum(input, dim, dtype, prod)"""
 def _detected_isa(*args: Any, **kwargs: Any) -> Any:
@@ -600,6 +616,8 @@ def _set_data(*args: Any, **kwargs: Any) -> Any:
     """Make tensor refer to other's data (tensor.data = other)"""
 def _set_grad_enabled(*args: Any, **kwargs: Any) -> Any:
     """Set this thread's grad mode"""
+def _sim_kernel_on_host_pointer(*args: Any, **kwargs: Any) -> Any:
+    """Test hook: hand a host pointer to a device kernel (fails on the simulated GPU)"""
 def _smooth_loss(*args: Any, **kwargs: Any) -> Any:
     """_smooth_loss(kind, input, target, reduction, param): smooth_l1 (0, beta) or huber (1, delta)"""
 def _softmax(*args: Any, **kwargs: Any) -> Any:

@@ -8,18 +8,26 @@ from . import _C
 from ._random import default_generator
 from ._size import device as _device
 from ._tensor import Tensor, _ml_dtypes, _no_cuda_message
+from ._tensor import _check_device as _tensor_check_device
 
 _SUPPORTED = "float32, float16, bfloat16 (ml_dtypes), int64, bool and uint8"
 
 
 def _check_device(dev):
+    """The device type of a factory's device= argument (None for the CPU)."""
     if dev is None:
-        return
-    if _device(dev).type == "cuda":
-        raise RuntimeError(_no_cuda_message())
+        return None
+    d = _tensor_check_device(dev)
+    return None if d.type == "cpu" else d
 
 
-def _finish(t, requires_grad):
+def _code(dev):
+    return 0 if dev is None else 1
+
+
+def _finish(t, requires_grad, device=None):
+    if device is not None:
+        t = t._to_device(1)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -131,7 +139,7 @@ def _as_array(data):
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor (always a copy) from a scalar, nested sequence, NumPy array or tensor."""
-    _check_device(device)
+    dev = _check_device(device)
     if isinstance(data, Tensor):
         src = data.detach()
     else:
@@ -139,14 +147,18 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if not (arr.flags.c_contiguous and arr.flags.writeable and arr.dtype.isnative):
             arr = np.array(arr, order="C", copy=True)     # keeps 0-d arrays 0-d
         src = from_numpy(arr)
-    return _finish(src._to_dtype(dtype, True), requires_grad)
+    return _finish(src._to_dtype(dtype, True), requires_grad, dev)
 
 
 def as_tensor(data, dtype=None, device=None):
     """Like tensor(), but shares memory with a tensor or NumPy array when it can."""
-    _check_device(device)
+    dev = _check_device(device)
     if isinstance(data, Tensor):
+        if dev is not None or data.is_cuda and device is not None:
+            return data.to(device, dtype)
         return data._to_dtype(dtype, False)
+    if dev is not None:
+        return tensor(data, dtype=dtype, device=device)
     if isinstance(data, np.ndarray):
         try:
             return from_numpy(data)._to_dtype(dtype, False)
@@ -159,20 +171,20 @@ def as_tensor(data, dtype=None, device=None):
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor."""
-    _check_device(device)
-    return _finish(_C._empty(_shape(size), dtype), requires_grad)
+    dev = _check_device(device)
+    return _finish(_C._empty(_shape(size), dtype, _code(dev)), requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of zeros."""
-    _check_device(device)
-    return _finish(_C._full(_shape(size), 0, dtype), requires_grad)
+    dev = _check_device(device)
+    return _finish(_C._full(_shape(size), 0, dtype, _code(dev)), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of ones."""
-    _check_device(device)
-    return _finish(_C._full(_shape(size), 1, dtype), requires_grad)
+    dev = _check_device(device)
+    return _finish(_C._full(_shape(size), 1, dtype, _code(dev)), requires_grad)
 
 
 def _infer_dtype(value, dtype):
@@ -187,8 +199,9 @@ def _infer_dtype(value, dtype):
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """A tensor filled with fill_value (dtype inferred from it, as torch)."""
-    _check_device(device)
-    return _finish(_C._full(size, fill_value, _infer_dtype(fill_value, dtype)), requires_grad)
+    dev = _check_device(device)
+    return _finish(_C._full(size, fill_value, _infer_dtype(fill_value, dtype), _code(dev)),
+                   requires_grad)
 
 
 def _like(t, dtype):
@@ -223,25 +236,25 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False): 
 
 def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False):
     """Values start, start+step, ... below end (int64 for integer arguments, else float32)."""
-    _check_device(device)
+    dev = _check_device(device)
     if end is None:
         start, end = 0, start
     for name, v in (("start", start), ("end", end), ("step", step)):
         if not isinstance(v, (int, float, np.number)) or isinstance(v, bool):
             raise TypeError(f"arange(): argument '{name}' must be a number, not "
                             f"{type(v).__name__}")
-    return _finish(_C._arange(start, end, step, dtype), requires_grad)
+    return _finish(_C._arange(start, end, step, dtype), requires_grad, dev)
 
 
 # ---- random ----
 
 def _random(kind, a, b, size, generator, dtype, device, requires_grad, fname):
-    _check_device(device)
+    dev = _check_device(device)
     t = _C._empty(_shape(size), dtype)
     if kind != "int" and not t.dtype.is_floating_point:
         raise TypeError(f"{fname}(): dtype must be a floating point type, got {t.dtype}")
     (generator or default_generator)._fill(t, kind, a, b)
-    return _finish(t, requires_grad)
+    return _finish(t, requires_grad, dev)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):

@@ -135,7 +135,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              requires_grad=False, pin_memory=False):
     """A random permutation of 0..n-1 (int64 unless dtype says otherwise)."""
     from ._factories import _check_device
-    _check_device(device)
+    dev = _check_device(device)
     _check_int_arg("randperm", "n", 1, n)
     if out is not None:
         raise TypeError("randperm(): out= is not supported by mpamp")
@@ -152,6 +152,8 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         shown = "2^24+1" if name == "float32" else str(limit)
         raise RuntimeError(f"n cannot be greater than {shown} for {cname} type.")
     t = _gen(generator)._draw(_C._randperm, n, dt)
+    if dev is not None:
+        t = t._to_device(1)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -176,7 +178,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     """Normal draws: normal(mean, std, size) for numbers, or per element for tensor mean/std
     (differentiable in mean and std: the result is mean + std * z)."""
     from ._factories import _check_device, randn
-    _check_device(device)
+    dev = _check_device(device)
     if out is not None:
         raise TypeError("normal(): out= is not supported by mpamp")
     tm, ts = isinstance(mean, _C.TensorBase), isinstance(std, _C.TensorBase)
@@ -186,7 +188,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
                             "a number mean and std, size is required: normal(mean, std, size)")
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
-        z = randn(size, generator=generator, dtype=dtype)
+        z = randn(size, generator=generator, dtype=dtype, device=device)
         res = z * std + mean if (std != 1 or mean != 0) else z
         return res.requires_grad_(True) if requires_grad else res
     if size is not None:

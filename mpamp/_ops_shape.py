@@ -293,19 +293,19 @@ def t(input):  # noqa: A002
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """steps values evenly spaced from start to end inclusive."""
     from ._factories import _check_device, _finish
-    _check_device(device)
+    dev = _check_device(device)
     if out is not None:
         raise TypeError("linspace(): out= is not supported by mpamp")
-    return _finish(_C._linspace(start, end, steps, dtype), requires_grad)
+    return _finish(_C._linspace(start, end, steps, dtype), requires_grad, dev)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     """An n x m (default n x n) tensor with ones on the diagonal."""
     from ._factories import _check_device, _finish
-    _check_device(device)
+    dev = _check_device(device)
     if out is not None:
         raise TypeError("eye(): out= is not supported by mpamp")
-    return _finish(_C._eye(n, m, dtype), requires_grad)
+    return _finish(_C._eye(n, m, dtype), requires_grad, dev)
 
 
 # ---- Tensor methods ----

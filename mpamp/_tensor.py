@@ -24,6 +24,9 @@ class Tensor(_C.TensorBase):
     __hash__ = object.__hash__
 
     def __repr__(self):
+        if self.is_cuda:   # values are formatted from a host copy, as torch does
+            text = format_tensor(self.detach().cpu())
+            return text[:-1] + ", device='cuda:0')" if text.endswith(")") else text
         return format_tensor(self)
 
     __str__ = __repr__
@@ -35,6 +38,8 @@ class Tensor(_C.TensorBase):
 
     def tolist(self):
         """Values as (nested) Python lists of numbers."""
+        if self.is_cuda:
+            return self.detach().cpu().tolist()   # one device-to-host copy
         flat = self._flat_list()
         return flat[0] if self.ndim == 0 else _nest(flat, tuple(self.shape))
 
@@ -46,8 +51,8 @@ class Tensor(_C.TensorBase):
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         if self.is_cuda:
-            raise TypeError("can't convert cuda tensor to numpy. Use Tensor.cpu() to copy the "
-                            "tensor to host memory first.")
+            raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() "
+                            "to copy the tensor to host memory first.")
         if self.dtype is not _C.bfloat16:
             return np.asarray(_C._memoryview(self))
         ml = _ml_dtypes()
@@ -100,18 +105,32 @@ class Tensor(_C.TensorBase):
             else:
                 dtype = a
         if device is not None:
-            dev = _device(device)
-            if dev.type == "cuda":
-                raise RuntimeError(_no_cuda_message())
+            dev = _check_device(device)
+            if dev.type == "cuda" or self.is_cuda:
+                return self._to_device(_DEVICE_CODES[dev.type], dtype, copy)
         return self._to_dtype(dtype, copy)
 
-    def cpu(self):
-        """self (tensors are on the CPU in this build)."""
+    def cpu(self, memory_format=None):
+        """A copy in host memory (self when already there)."""
+        return self._to_device(0) if self.is_cuda else self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """A copy on the CUDA device (self when already there)."""
+        _check_device("cuda" if device is None else
+                      (f"cuda:{device}" if isinstance(device, int) else device), cuda_only=True)
+        return self if self.is_cuda else self._to_device(1)
+
+    def pin_memory(self, device=None):
+        """Host memory is what copies use already: a copy marked as pinned is not needed."""
+        if self.is_cuda:
+            name = _TYPE_NAMES[repr(self.dtype).split('.')[-1]]
+            raise RuntimeError(f"cannot pin 'mpamp.cuda.{name}' only dense CPU tensors can be "
+                               f"pinned")
         return self
 
-    def cuda(self, device=None, non_blocking=False):
-        """Copy to a CUDA device (raises without one)."""
-        raise RuntimeError(_no_cuda_message())
+    def is_pinned(self, device=None):
+        """False: mpamp does not page-lock host memory (copies work without it)."""
+        return False
 
     def type(self, dtype=None):
         """The type name, or a conversion when dtype is given."""
@@ -220,7 +239,26 @@ def _is_dtype_string(a):
     return isinstance(a, str) and a in _DTYPE_STRINGS
 
 
+_DEVICE_CODES = {"cpu": 0, "cuda": 1}
+
+
+def _check_device(dev, cuda_only=False):
+    """A device argument parsed and checked against this process: cuda needs a device (or the
+    simulator, MPAMP_CUDA_SIM=1), and only index 0 exists."""
+    d = _device(dev)
+    if cuda_only and d.type != "cuda":
+        raise ValueError(f"Invalid device, must be cuda device, got {d}")
+    if d.type == "cuda":
+        if _C._cuda_count() == 0:
+            raise RuntimeError(_no_cuda_message())
+        if d.index is not None and d.index >= _C._cuda_count():
+            raise RuntimeError("CUDA error: invalid device ordinal")
+    return d
+
+
 def _no_cuda_message():
+    if _C._cuda_is_sim():
+        return "CUDA not available: the simulated GPU (MPAMP_CUDA_SIM=1) could not start"
     if _C._cuda_is_built():
         return "CUDA not available: no CUDA device was found"
     return ("CUDA not available: mpamp was built without CUDA support (nvcc was not found or "

@@ -21,6 +21,7 @@ typedef struct {
     PyObject *dtypes[MP_DTYPE_COUNT];
     PyObject *size_class;       /* mpamp.Size (a tuple subclass), or tuple before import */
     PyObject *cpu_device;       /* mpamp.device('cpu') */
+    PyObject *cuda_device;      /* mpamp.device('cuda', 0), made on first use */
     PyTypeObject *node_type;    /* _C.Node (grad_fn objects) */
 } mp_state;
 
@@ -97,6 +98,8 @@ extern PyMethodDef mp_optim_functions[];         /* optim_bind.c: scaler + fused
 extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
 extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */
 extern PyMethodDef mp_vmath_functions[];         /* vmath_bind.c: vector math test hooks */
+extern PyMethodDef mp_device_functions[];        /* device_bind.c: mpamp.cuda queries */
+extern PyMethodDef mp_device_methods[];          /* device_bind.c: Tensor._to_device */
 extern PyMethodDef mp_random_functions[];        /* random_bind.c: random ops */
 extern PyType_Slot mp_tensor_number_slots[];
 extern PyMethodDef mp_compare_functions[];       /* ops_bind_compare.c: eq, logic, any */

@@ -20,7 +20,7 @@ static int check_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *fname)
 }
 
 static mp_tensor *new_empty(mp_state *s, PyObject *shape_obj, PyObject *dtype_obj,
-                            const char *fname)
+                            const char *fname, mp_device dev)
 {
     int64_t shape[MP_MAX_DIMS];
     int ndim;
@@ -29,18 +29,36 @@ static mp_tensor *new_empty(mp_state *s, PyObject *shape_obj, PyObject *dtype_ob
     if (mp_parse_shape_obj(shape_obj, fname, shape, &ndim) < 0 ||
         mp_parse_dtype(s, dtype_obj, MP_DTYPE_FLOAT32, &dt) < 0)
         return NULL;
-    mp_status st = mp_tensor_empty(shape, ndim, dt, MP_DEVICE_CPU, &t);
+    mp_status st = mp_tensor_empty(shape, ndim, dt, dev, &t);
     if (st != MP_OK)
         return (void)mp_raise(st), NULL;
     return t;
 }
 
+/* The optional trailing device-type argument of _empty/_full (0 cpu, 1 cuda). */
+static int parse_dev(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, mp_device *dev)
+{
+    *dev = MP_DEVICE_CPU;
+    if (nargs <= at)
+        return 0;
+    long d = PyLong_AsLong(args[at]);
+    if (d == -1 && PyErr_Occurred())
+        return -1;
+    if (d != MP_DEVICE_CPU && d != MP_DEVICE_CUDA) {
+        PyErr_Format(PyExc_ValueError, "unknown device type %ld", d);
+        return -1;
+    }
+    *dev = (mp_device)d;
+    return 0;
+}
+
 /* _empty(shape, dtype) */
 static PyObject *f_empty(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (check_nargs(nargs, 2, "_empty") < 0)
+    mp_device dev;
+    if (check_nargs(nargs < 3 ? nargs : 2, 2, "_empty") < 0 || parse_dev(args, nargs, 2, &dev) < 0)
         return NULL;
-    mp_tensor *t = new_empty(MSTATE(m), args[0], args[1], "empty");
+    mp_tensor *t = new_empty(MSTATE(m), args[0], args[1], "empty", dev);
     return t ? mp_wrap(MSTATE(m), t) : NULL;
 }
 
@@ -48,9 +66,11 @@ static PyObject *f_empty(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *f_full(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_scalar v;
-    if (check_nargs(nargs, 3, "_full") < 0 || mp_parse_scalar(args[1], "full", &v) < 0)
+    mp_device dev;
+    if (check_nargs(nargs < 4 ? nargs : 3, 3, "_full") < 0 ||
+        parse_dev(args, nargs, 3, &dev) < 0 || mp_parse_scalar(args[1], "full", &v) < 0)
         return NULL;
-    mp_tensor *t = new_empty(MSTATE(m), args[0], args[2], "full");
+    mp_tensor *t = new_empty(MSTATE(m), args[0], args[2], "full", dev);
     if (!t)
         return NULL;
     mp_status st = mp_check_scalar_fits(t->dtype, v);     /* full(300, uint8): torch's error */

@@ -21,7 +21,7 @@ static int join_functions(void)
                                    mp_index_functions,
                                    mp_split_functions,
                                    mp_hook_functions,
-                                   mp_random_functions};
+                                   mp_random_functions, mp_device_functions};
     size_t n = 0, cap = sizeof module_functions / sizeof module_functions[0] - 1;
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         for (PyMethodDef *d = tables[i]; d->ml_name; d++) {
@@ -54,6 +54,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
         Py_VISIT(s->dtypes[i]);
     Py_VISIT(s->size_class);
     Py_VISIT(s->cpu_device);
+    Py_VISIT(s->cuda_device);
     Py_VISIT(s->node_type);
     return 0;
 }
@@ -68,6 +69,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(s->dtype_type);
     Py_CLEAR(s->size_class);
     Py_CLEAR(s->cpu_device);
+    Py_CLEAR(s->cuda_device);
     Py_CLEAR(s->node_type);
     return 0;
 }

@@ -117,6 +117,14 @@ static PyObject *get_device(PyObject *self, void *c)
 {
     (void)c;
     mp_state *s = mp_state_of_type(Py_TYPE(self));
+    if (MP_T(self)->storage->device == MP_DEVICE_CUDA) {
+        if (!s->cuda_device && s->cpu_device)   /* mpamp.device('cuda', 0), made once */
+            s->cuda_device = PyObject_CallFunction((PyObject *)Py_TYPE(s->cpu_device), "si",
+                                                   "cuda", 0);
+        if (!s->cuda_device)
+            return PyErr_Occurred() ? NULL : PyUnicode_FromString("cuda:0");
+        return Py_NewRef(s->cuda_device);
+    }
     if (!s->cpu_device)
         return PyUnicode_FromString("cpu");
     return Py_NewRef(s->cpu_device);
@@ -592,7 +600,7 @@ int mp_tensor_type_init(PyObject *module, mp_state *s)
                                    mp_tensor_reduce_methods, mp_tensor_matmul_methods,
                                    mp_tensor_compare_methods, mp_tensor_math_methods,
                                    mp_tensor_attention_methods,
-                                   mp_tensor_autograd_methods};
+                                   mp_tensor_autograd_methods, mp_device_methods};
     if (join_methods(tables, sizeof tables / sizeof tables[0]) < 0 || join_slots() < 0)
         return -1;
     PyObject *tp = PyType_FromModuleAndSpec(module, &tensor_spec, NULL);

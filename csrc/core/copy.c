@@ -7,6 +7,7 @@
 #include "../cpu/dispatch.h"
 #include "../cpu/parallel.h"
 #include "../shared/mp_half.h"
+#include "backend.h"
 #include "iter.h"
 
 double mp_load_f64(mp_dtype dt, const char *p)
@@ -135,6 +136,74 @@ static void copy_range(void *ctx, int64_t begin, int64_t end)
     copy_run(ptrs, unit, end - begin, &f->c);
 }
 
+mp_status mp_cpu_copy_kernel(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg)
+{
+    (void)msg;
+    copy_ctx c = {dst, src, mp_cpu()};
+    int64_t n = it->numel;
+    if (n >= 2 * MP_COPY_GRAIN && it->ndim == 1 && it->strides[0][0] == 1 &&
+        it->strides[1][0] == 1) {
+        flat_copy f = {c, it->base[0], it->base[1]};
+        mp_parallel_for(n, MP_COPY_GRAIN, copy_range, &f);
+        return MP_OK;
+    }
+    mp_iter_run(it, copy_run, &c);
+    return MP_OK;
+}
+
+/* dst and src on one device: that device's copy kernel. */
+static mp_status copy_same_device(mp_tensor *dst, mp_tensor *src)
+{
+    mp_tensor *ops[2] = {dst, src};
+    mp_iter it;
+    mp_iter_init(&it, ops, 2);
+    if (dst->storage->device == MP_DEVICE_CPU)
+        return mp_cpu_copy_kernel(&it, dst->dtype, src->dtype, NULL);
+    const mp_backend *b = mp_backend_get(dst->storage->device);
+    if (!b)
+        return MP_ERR_NO_CUDA;
+    mp_msg msg;
+    mp_status st = b->copy(&it, dst->dtype, src->dtype, &msg);
+    return st == MP_OK ? MP_OK : mp_backend_error(st, &msg);
+}
+
+static mp_status copy_bytes(mp_tensor *dst, mp_tensor *src)
+{
+    return mp_backend_copy_bytes(dst->storage->device, mp_tensor_data(dst),
+                                 src->storage->device, mp_tensor_data(src),
+                                 (size_t)mp_tensor_numel(dst) * mp_dtype_size(dst->dtype));
+}
+
+/* Between devices: the conversion and the strided walk happen on one side, the transfer is
+ * one contiguous block of dst's dtype. */
+static mp_status copy_across(mp_tensor *dst, mp_tensor *src)
+{
+    if (dst->dtype == src->dtype && mp_tensor_is_contiguous(dst) &&
+        mp_tensor_is_contiguous(src))
+        return copy_bytes(dst, src);
+    mp_tensor *packed = NULL, *landing = NULL;
+    mp_status st = MP_OK;
+    if (src->dtype == dst->dtype && mp_tensor_is_contiguous(src)) {
+        mp_tensor_incref(src);
+        packed = src;
+    } else {
+        st = mp_tensor_cast(src, dst->dtype, &packed);   /* on src's device */
+    }
+    if (st == MP_OK && mp_tensor_is_contiguous(dst)) {
+        st = copy_bytes(dst, packed);
+    } else if (st == MP_OK &&
+               (st = mp_tensor_empty(dst->shape, dst->ndim, dst->dtype, dst->storage->device,
+                                     &landing)) == MP_OK &&
+               (st = copy_bytes(landing, packed)) == MP_OK) {
+        st = copy_same_device(dst, landing);
+    }
+    if (packed)
+        mp_tensor_decref(packed);
+    if (landing)
+        mp_tensor_decref(landing);
+    return st;
+}
+
 mp_status mp_tensor_copy_(mp_tensor *dst, mp_tensor *src)
 {
     if (dst->ndim != src->ndim || memcmp(dst->shape, src->shape, sizeof(int64_t) *
@@ -145,20 +214,11 @@ mp_status mp_tensor_copy_(mp_tensor *dst, mp_tensor *src)
         return mp_error(MP_ERR_SHAPE, "copy_: the shape of the source %s does not match the "
                         "destination's %s", b, a);
     }
-    if (dst->storage->device != MP_DEVICE_CPU || src->storage->device != MP_DEVICE_CPU)
-        return mp_error(MP_ERR_NO_CUDA, "CUDA copies are not available in this build");
-    copy_ctx c = {dst->dtype, src->dtype, mp_cpu()};
-    int64_t n = mp_tensor_numel(dst);
-    if (n >= 2 * MP_COPY_GRAIN && mp_tensor_is_contiguous(dst) && mp_tensor_is_contiguous(src)) {
-        flat_copy f = {c, mp_tensor_data(dst), mp_tensor_data(src)};
-        mp_parallel_for(n, MP_COPY_GRAIN, copy_range, &f);
+    if (mp_tensor_numel(dst) == 0)
         return MP_OK;
-    }
-    mp_tensor *ops[2] = {dst, src};
-    mp_iter it;
-    mp_iter_init(&it, ops, 2);
-    mp_iter_run(&it, copy_run, &c);
-    return MP_OK;
+    if (dst->storage->device != src->storage->device)
+        return copy_across(dst, src);
+    return copy_same_device(dst, src);
 }
 
 typedef struct {
@@ -193,24 +253,42 @@ static void fill_run(char **ptrs, const int64_t *strides, int64_t n, void *ctx)
     }
 }
 
-mp_status mp_tensor_fill_(mp_tensor *t, mp_scalar value)
+mp_status mp_cpu_fill_kernel(const mp_iter *it, mp_dtype dt, const void *pattern, mp_msg *msg)
 {
+    (void)msg;
     fill_ctx ctx;
-    ctx.size = mp_dtype_size(t->dtype);
+    ctx.size = mp_dtype_size(dt);
     memset(ctx.pattern, 0, sizeof ctx.pattern);
-    mp_store_scalar(t->dtype, ctx.pattern, value);
+    memcpy(ctx.pattern, pattern, ctx.size);
     static const char zeros[sizeof ctx.pattern];
     ctx.zero = memcmp(ctx.pattern, zeros, sizeof zeros) == 0;
+    mp_iter_run(it, fill_run, &ctx);
+    return MP_OK;
+}
+
+mp_status mp_tensor_fill_(mp_tensor *t, mp_scalar value)
+{
+    char pattern[8] = {0};
+    mp_store_scalar(t->dtype, pattern, value);
     mp_iter it;
     mp_iter_init(&it, &t, 1);
-    mp_iter_run(&it, fill_run, &ctx);
-    return MP_OK;
+    if (t->storage->device == MP_DEVICE_CPU)
+        return mp_cpu_fill_kernel(&it, t->dtype, pattern, NULL);
+    const mp_backend *b = mp_backend_get(t->storage->device);
+    if (!b)
+        return MP_ERR_NO_CUDA;
+    mp_msg msg;
+    mp_status st = b->fill(&it, t->dtype, pattern, &msg);
+    return st == MP_OK ? MP_OK : mp_backend_error(st, &msg);
 }
 
 mp_status mp_tensor_arange_(mp_tensor *t, mp_scalar start, mp_scalar step)
 {
     if (!mp_tensor_is_contiguous(t))
         return mp_error(MP_ERR_VALUE, "arange needs a contiguous output");
+    mp_status hs = mp_require_host("arange", t);
+    if (hs != MP_OK)
+        return hs;
     int64_t n = mp_tensor_numel(t);
     size_t sz = mp_dtype_size(t->dtype);
     char *p = mp_tensor_data(t);
@@ -255,5 +333,12 @@ mp_scalar mp_tensor_get_item(const mp_tensor *t, int64_t flat_index)
         flat_index /= t->shape[d];
     }
     const char *p = (const char *)mp_tensor_data(t) + off * (int64_t)mp_dtype_size(t->dtype);
+    if (t->storage->device != MP_DEVICE_CPU) {
+        char host[8] = {0};
+        if (mp_backend_copy_bytes(MP_DEVICE_CPU, host, t->storage->device, p,
+                                  mp_dtype_size(t->dtype)) != MP_OK)
+            return (mp_scalar){0.0, 0, 0};   /* only in a forked child: the error stays set */
+        return load_scalar(t->dtype, host);
+    }
     return load_scalar(t->dtype, p);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../cpu/dispatch.h"
+#include "backend.h"
 #include "copy.h"
 #include "iter.h"
 #include "reduce.h"
@@ -112,22 +113,6 @@ static void map_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
     }
 }
 
-mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
-                 const double *args)
-{
-    mp_tensor *ops[1 + MP_MAP_MAX_IN];
-    map_ctx c = {n_in, out->dtype, {MP_DTYPE_FLOAT32}, fn, args, mp_cpu()};
-    ops[0] = out;
-    for (int k = 0; k < n_in; k++) {
-        ops[k + 1] = ins[k];
-        c.in_dt[k] = ins[k]->dtype;
-    }
-    mp_iter it;
-    mp_iter_init(&it, ops, n_in + 1);
-    mp_iter_run_parallel(&it, map_run, &c, MP_MAP_GRAIN);
-    return MP_OK;
-}
-
 typedef struct {
     int n_in;
     mp_dtype out_dt, in_dt[MP_MAP_MAX_IN];
@@ -160,20 +145,121 @@ static void map64_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx
     }
 }
 
+mp_status mp_cpu_map_kernel(const mp_map_kernel *k, mp_msg *msg)
+{
+    (void)msg;
+    if (k->fn) {
+        map_ctx c = {k->n_in, k->out_dt, {MP_DTYPE_FLOAT32}, k->fn, k->args, mp_cpu()};
+        memcpy(c.in_dt, k->in_dt, sizeof c.in_dt);
+        mp_iter_run_parallel(k->it, map_run, &c, k->grain);
+    } else {
+        map64_ctx c = {k->n_in, k->out_dt, {MP_DTYPE_FLOAT32}, k->fn64, k->args};
+        memcpy(c.in_dt, k->in_dt, sizeof c.in_dt);
+        mp_iter_run_parallel(k->it, map64_run, &c, k->grain);
+    }
+    return MP_OK;
+}
+
+/* A CPU operand of a device map that torch accepts: a 0-d tensor or a Python number, which
+ * reaches here broadcast (every stride 0). */
+static int host_scalar(const mp_tensor *t)
+{
+    if (t->storage->device != MP_DEVICE_CPU)
+        return 0;
+    for (int d = 0; d < t->ndim; d++)
+        if (t->strides[d] != 0 && t->shape[d] != 1)
+            return 0;
+    return 1;
+}
+
+/* The device copy of a host scalar operand, broadcast like it (filled on the device from the
+ * value: a kernel argument, no copy). */
+static mp_status scalar_to_device(mp_tensor *t, mp_device dev, mp_tensor **out)
+{
+    mp_scalar v = {mp_load_f64(t->dtype, mp_tensor_data(t)), 0, 0};
+    if (mp_dtype_is_integral(t->dtype)) {
+        v.is_int = 1;
+        v.i = mp_load_i64(t->dtype, mp_tensor_data(t));
+    }
+    mp_tensor *one;
+    mp_status st = mp_tensor_empty(NULL, 0, t->dtype, dev, &one);
+    if (st != MP_OK)
+        return st;
+    if ((st = mp_tensor_fill_(one, v)) != MP_OK) {
+        mp_tensor_decref(one);
+        return st;
+    }
+    int64_t zero[MP_MAX_DIMS] = {0};
+    *out = mp_tensor_on_storage(one->storage, t->dtype, t->shape, zero, t->ndim, 0);
+    mp_tensor_decref(one);
+    return *out ? MP_OK : MP_ERR_NOMEM;
+}
+
+/* A map whose output or inputs are not all on the CPU: operands on the output's device (host
+ * scalars moved there), then the device's kernel. */
+static mp_status map_on_device(mp_map_kernel *k, mp_tensor *out, mp_tensor *const *ins)
+{
+    mp_device dev = out->storage->device;
+    mp_tensor *ops[1 + MP_MAP_MAX_IN], *moved[MP_MAP_MAX_IN] = {NULL};
+    mp_status st = MP_OK;
+    ops[0] = out;
+    for (int i = 0; i < k->n_in && st == MP_OK; i++) {
+        ops[i + 1] = ins[i];
+        if (ins[i]->storage->device == dev)
+            continue;
+        if (dev != MP_DEVICE_CPU && host_scalar(ins[i]))
+            st = scalar_to_device(ins[i], dev, &moved[i]);
+        else
+            st = mp_check_same_device(&ins[i], 1, dev, 0);
+        if (moved[i])
+            ops[i + 1] = moved[i];
+    }
+    const mp_backend *b = st == MP_OK ? mp_backend_get(dev) : NULL;
+    if (b) {
+        mp_iter it;
+        mp_iter_init(&it, ops, k->n_in + 1);
+        k->it = &it;
+        mp_msg msg;
+        if ((st = b->map(k, &msg)) != MP_OK)
+            mp_backend_error(st, &msg);
+    } else if (st == MP_OK) {
+        st = MP_ERR_NO_CUDA;
+    }
+    mp_decref_all(moved, k->n_in);
+    return st;
+}
+
+static mp_status map_any(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
+                         mp_map_f64_fn fn64, const double *args)
+{
+    mp_map_kernel k = {NULL, n_in, out->dtype, {MP_DTYPE_FLOAT32}, fn, fn64, args,
+                       MP_MAP_GRAIN};
+    mp_tensor *ops[1 + MP_MAP_MAX_IN];
+    int host = out->storage->device == MP_DEVICE_CPU;
+    ops[0] = out;
+    for (int i = 0; i < n_in; i++) {
+        ops[i + 1] = ins[i];
+        k.in_dt[i] = ins[i]->dtype;
+        host &= ins[i]->storage->device == MP_DEVICE_CPU;
+    }
+    if (!host)
+        return map_on_device(&k, out, ins);
+    mp_iter it;
+    mp_iter_init(&it, ops, n_in + 1);
+    k.it = &it;
+    return mp_cpu_map_kernel(&k, NULL);
+}
+
+mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
+                 const double *args)
+{
+    return map_any(out, ins, n_in, fn, NULL, args);
+}
+
 mp_status mp_map_f64(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_f64_fn fn,
                      const double *args)
 {
-    mp_tensor *ops[1 + MP_MAP_MAX_IN];
-    map64_ctx c = {n_in, out->dtype, {MP_DTYPE_FLOAT32}, fn, args};
-    ops[0] = out;
-    for (int k = 0; k < n_in; k++) {
-        ops[k + 1] = ins[k];
-        c.in_dt[k] = ins[k]->dtype;
-    }
-    mp_iter it;
-    mp_iter_init(&it, ops, n_in + 1);
-    mp_iter_run_parallel(&it, map64_run, &c, MP_MAP_GRAIN);
-    return MP_OK;
+    return map_any(out, ins, n_in, NULL, fn, args);
 }
 
 /* ---- promotion ---- */
@@ -265,7 +351,13 @@ mp_status mp_broadcast_all(mp_tensor *const *ins, int n, int64_t *shape, int *nd
 
 mp_status mp_tensor_full(const int64_t *shape, int ndim, mp_dtype dt, double v, mp_tensor **out)
 {
-    mp_status st = mp_tensor_empty(shape, ndim, dt, MP_DEVICE_CPU, out);
+    return mp_tensor_full_on(shape, ndim, dt, v, MP_DEVICE_CPU, out);
+}
+
+mp_status mp_tensor_full_on(const int64_t *shape, int ndim, mp_dtype dt, double v, mp_device dev,
+                            mp_tensor **out)
+{
+    mp_status st = mp_tensor_empty(shape, ndim, dt, dev, out);
     if (st != MP_OK)
         return st;
     int is_int = mp_dtype_is_integral(dt);

@@ -38,6 +38,8 @@ void mp_decref_all(mp_tensor **ts, int n);
 
 /* New tensor of `shape` with every element = v. */
 mp_status mp_tensor_full(const int64_t *shape, int ndim, mp_dtype dt, double v, mp_tensor **out);
+mp_status mp_tensor_full_on(const int64_t *shape, int ndim, mp_dtype dt, double v, mp_device dev,
+                            mp_tensor **out);
 /* A wrapped-number 0-d tensor (a Python scalar operand). */
 mp_status mp_scalar_tensor(double v, mp_dtype dt, mp_tensor **out);
 /* Sums g over the broadcast dims so it has `shape` (new reference; g itself if no-op). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "autograd_hooks.h"
+#include "backend.h"
 #include "chunk.h"
 #include "copy.h"
 #include "elementwise.h"

@@ -7,6 +7,7 @@
  * across the batch) are folded into M so a (B, M, K) @ (K, N) product is one GEMM. Output
  * batch dims of size 1 accumulate (beta = 1 after the first). */
 #include "matmul_core.h"
+#include "backend.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -80,6 +81,7 @@ static mp_status gemm_operand(mp_tensor *t, mp_dtype wt, mp_tensor **out)
 mp_status mp_matmul_batch_shape(const mp_tensor *a, const mp_tensor *b, const char *op,
                                 int64_t *bshape, int *nb)
 {
+    MP_HOST_ONLY("matmul_batch_shape", a, b);
     mp_status st = mp_broadcast_shapes(a->shape, a->ndim - 2, b->shape, b->ndim - 2, bshape,
                                        nb);
     if (st != MP_OK) {
@@ -287,6 +289,7 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
                             const int64_t *pshape, int pnd, mp_dtype dt, const char *op,
                             mp_tensor **out)
 {
+    MP_HOST_ONLY("matmul_product", a, b, bias);
     mm_plan fused = {0};
     int direct = mp_dtype_is_float(dt) && no_batch_sum(a, b, pshape, pnd) && ond == pnd &&
                  !memcmp(oshape, pshape, sizeof(int64_t) * (size_t)ond);

@@ -163,6 +163,9 @@ mp_status mp_record_view(mp_view_op kind, mp_tensor *a, mp_tensor *out, const in
 void mp_view_set_base(mp_tensor *out, mp_tensor *a);
 /* out = a converted to dtype (a new tensor); the gradient is converted back */
 mp_status mp_op_to_dtype(mp_tensor *a, mp_dtype dtype, int copy, mp_tensor **out);
+/* a on `device` (and in `dtype`): a copy unless already there (then mp_op_to_dtype). */
+mp_status mp_op_to_device(mp_tensor *a, mp_device device, mp_dtype dtype, int copy,
+                          mp_tensor **out);
 /* ---- in-place ops (inplace.c) ---- */
 /* The first step of every in-place op: torch's refusals (a leaf that requires grad, a view
  * of one, a view made under no_grad, a destination with overlapping elements), and the mark

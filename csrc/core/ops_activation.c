@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "elementwise.h"
+#include "backend.h"
 #include "ops.h"
 #include "rows.h"
 
@@ -57,7 +58,7 @@ static mp_status act_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     if (!x)
         return MP_ERR_RUNTIME;
     mp_tensor *ins[2] = {gout[0], x};
-    mp_status st = mp_tensor_empty(x->shape, x->ndim, MP_DTYPE_FLOAT32, MP_DEVICE_CPU,
+    mp_status st = mp_tensor_empty(x->shape, x->ndim, MP_DTYPE_FLOAT32, x->storage->device,
                                    &gin[0]);
     if (st != MP_OK)
         return st;
@@ -72,7 +73,7 @@ static mp_status activation(int kind, mp_tensor *a, const double *args, mp_tenso
     if (!mp_dtype_is_float(a->dtype))
         return mp_error(MP_ERR_TYPE, "\"%s\" not implemented for '%s'", kernels[kind],
                         mp_dtype_torch_name(a->dtype));
-    mp_status st = mp_tensor_empty(a->shape, a->ndim, a->dtype, MP_DEVICE_CPU, out);
+    mp_status st = mp_tensor_empty(a->shape, a->ndim, a->dtype, a->storage->device, out);
     if (st == MP_OK)
         st = mp_map(*out, &a, 1, kind ? softplus_map : leaky_map, args);
     mp_node *node = NULL;

@@ -4,6 +4,7 @@
  * the autograd node. The math is the fused kernel in csrc/cpu/attention*.c; the backward
  * (ops_attention_bwd.c) reruns it from the saved output and per-row logsumexp. */
 #include "ops_attention.h"
+#include "backend.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -104,6 +105,8 @@ static mp_status batch_shape(mp_tensor *q, mp_tensor *k, mp_tensor *v, mp_tensor
     int64_t a[MP_MAX_DIMS], b[MP_MAX_DIMS], full[MP_MAX_DIMS];
     int na = batch_of(q, 1, a), nb = batch_of(k, g->gk, b), nf;
     mp_status st = mp_broadcast_shapes(a, na, b, nb, full, &nf);
+    if (st != MP_OK)       /* nf is unset then: copying by it read past the stack */
+        return st;
     memcpy(a, full, sizeof(int64_t) * (size_t)nf);
     na = nf;
     nb = batch_of(v, g->gv, b);
@@ -315,6 +318,7 @@ static mp_status record(sdpa_geom *g, mp_tensor *const *in, mp_tensor *const *t,
 mp_status mp_op_sdpa(mp_tensor *q, mp_tensor *k, mp_tensor *v, const mp_sdpa_opts *o,
                      mp_tensor **out, uint64_t *blocks_used)
 {
+    MP_HOST_ONLY("sdpa", q, k, v);
     *out = NULL;
     *blocks_used = 0;
     mp_status st = check_inputs(q, k, v, o);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../cpu/norm_planes.h"
+#include "backend.h"
 #include "copy.h"
 #include "norm_common.h"
 #include "ops_cnn.h"
@@ -16,6 +17,7 @@
 
 mp_status mp_norm_check_param_dtypes(mp_tensor *x, mp_tensor *const *params, int n)
 {
+    MP_HOST_ONLY("norm_check_param_dtypes", x);
     mp_tensor *first = NULL;
     for (int i = 0; i < n; i++) {
         if (!params[i])
@@ -36,6 +38,7 @@ mp_status mp_norm_check_param_dtypes(mp_tensor *x, mp_tensor *const *params, int
 
 mp_status mp_norm_f32(mp_tensor *t, int64_t n, float fill, mp_tensor **out)
 {
+    MP_HOST_ONLY("norm_f32", t);
     if (t)
         return mp_tensor_cast(t, MP_DTYPE_FLOAT32, out);
     mp_status st = mp_tensor_empty(&n, 1, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, out);
@@ -288,6 +291,7 @@ mp_status mp_op_batch_norm(mp_tensor *x, mp_tensor *weight, mp_tensor *bias,
                            mp_tensor *running_mean, mp_tensor *running_var, int training,
                            double momentum, double eps, mp_tensor **out)
 {
+    MP_HOST_ONLY("batch_norm", x, weight, bias, running_mean, running_var);
     *out = NULL;
     mp_status st = check_bn(x, weight, bias, running_mean, running_var, training);
     if (st != MP_OK)

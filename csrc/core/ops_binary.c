@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "backend.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -85,7 +86,7 @@ static mp_status compute(int which, mp_tensor *a, mp_tensor *b, double alpha, mp
     mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, names[which]);
     if (st != MP_OK)
         return st;
-    st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, out);
+    st = mp_tensor_empty(shape, nd, dt, mp_any_device(in, 2), out);
     double args[1] = {which == MP_BIN_SUB ? -alpha : alpha};
     if (st == MP_OK) {
         if (!mp_dtype_is_float(dt) && fns64[which])
@@ -182,7 +183,7 @@ static mp_status div_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     if ((st = mp_broadcast_all(in, 3, shape, &nd, ex, "div backward")) != MP_OK)
         return st;
     mp_dtype dt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
-    if ((st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, &t)) == MP_OK &&
+    if ((st = mp_tensor_empty(shape, nd, dt, mp_any_device(in, 3), &t)) == MP_OK &&
         (st = mp_map(t, ex, 3, f_div_grad_b, NULL)) == MP_OK)
         st = reduce_grad(n, 1, t, &gin[1]);
     mp_tensor_decref(t);

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "chunk.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "matmul_core.h"
 #include "ops.h"
@@ -57,7 +58,7 @@ static mp_status clamp_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     if (!x)
         return MP_ERR_RUNTIME;
     mp_dtype dt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
-    mp_status st = mp_tensor_empty(g->shape, g->ndim, dt, MP_DEVICE_CPU, &gin[0]);
+    mp_status st = mp_tensor_empty(g->shape, g->ndim, dt, g->storage->device, &gin[0]);
     if (st != MP_OK)
         return st;
     mp_tensor *ins[2] = {g, x};
@@ -91,7 +92,7 @@ mp_status mp_op_clamp(mp_tensor *a, int has_min, double min, int has_max, double
         return st;
     double args[4] = {has_min ? 1.0 : 0.0, has_min ? min : 0.0, has_max ? 1.0 : 0.0,
                       has_max ? max : 0.0};
-    st = mp_tensor_empty(a->shape, a->ndim, a->dtype, MP_DEVICE_CPU, out);
+    st = mp_tensor_empty(a->shape, a->ndim, a->dtype, a->storage->device, out);
     if (st != MP_OK)
         return st;
     if (mp_dtype_is_float(a->dtype))
@@ -144,7 +145,7 @@ static mp_status select3(mp_tensor *cond, mp_tensor *a, mp_tensor *b, mp_dtype d
     mp_status st = mp_broadcast_all(in, 3, shape, &nd, ex, "where");
     if (st != MP_OK)
         return st;
-    st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, out);
+    st = mp_tensor_empty(shape, nd, dt, mp_any_device(in, 3), out);
     if (st == MP_OK)
         st = mp_dtype_is_float(dt) ? mp_map(*out, ex, 3, f_where, NULL)
                                    : mp_map_f64(*out, ex, 3, d_where, NULL);
@@ -184,6 +185,7 @@ static mp_status where_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_where(mp_tensor *cond, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_HOST_ONLY("where", cond, a, b);
     /* a uint8 condition is torch's deprecated byte mask (the bindings warn) */
     if (cond->dtype != MP_DTYPE_BOOL && cond->dtype != MP_DTYPE_UINT8)
         return mp_error(MP_ERR_RUNTIME, "where expected condition to be a boolean tensor, but "

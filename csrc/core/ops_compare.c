@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "backend.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "iter.h"
@@ -72,6 +73,7 @@ static void cmp_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
 
 mp_status mp_op_compare(mp_cmp_op op, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_HOST_ONLY("compare", a, b);   /* cmp_run is a host kernel outside the backend */
     if ((int)op < 0 || op >= MP_CMP_COUNT)
         return mp_error(MP_ERR_VALUE, "unknown comparison %d", (int)op);
     mp_tensor *in[2] = {a, b}, *ex[2];
@@ -82,7 +84,7 @@ mp_status mp_op_compare(mp_cmp_op op, mp_tensor *a, mp_tensor *b, mp_tensor **ou
         return st;
     mp_dtype dt = mp_result_type(in, 2);
     cmp_ctx c = {op, mp_dtype_is_float(dt), dt, {a->dtype, b->dtype}};
-    st = mp_tensor_empty(shape, nd, MP_DTYPE_BOOL, MP_DEVICE_CPU, out);
+    st = mp_tensor_empty(shape, nd, MP_DTYPE_BOOL, mp_any_device(in, 2), out);
     if (st == MP_OK) {
         mp_tensor *ops[3] = {*out, ex[0], ex[1]};
         mp_iter it;
@@ -95,6 +97,7 @@ mp_status mp_op_compare(mp_cmp_op op, mp_tensor *a, mp_tensor *b, mp_tensor **ou
 
 mp_status mp_op_compare_(mp_cmp_op op, mp_tensor *a, mp_tensor *b)
 {
+    MP_HOST_ONLY("compare_", a, b);
     static const char *const names[MP_CMP_COUNT] = {"eq_", "ne_", "lt_", "le_", "gt_", "ge_"};
     if ((int)op < 0 || op >= MP_CMP_COUNT)
         return mp_error(MP_ERR_VALUE, "unknown comparison %d", (int)op);
@@ -141,11 +144,13 @@ static void class_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx
 
 mp_status mp_op_classify(mp_class_op op, mp_tensor *a, mp_tensor **out)
 {
+    MP_HOST_ONLY("classify", a);
     if ((int)op < 0 || op >= MP_CLS_COUNT)
         return mp_error(MP_ERR_VALUE, "unknown classification %d", (int)op);
     if (!mp_dtype_is_float(a->dtype))      /* integers are finite, never inf or NaN */
-        return mp_tensor_full(a->shape, a->ndim, MP_DTYPE_BOOL, op == MP_CLS_ISFINITE, out);
-    mp_status st = mp_tensor_empty(a->shape, a->ndim, MP_DTYPE_BOOL, MP_DEVICE_CPU, out);
+        return mp_tensor_full_on(a->shape, a->ndim, MP_DTYPE_BOOL, op == MP_CLS_ISFINITE,
+                                 a->storage->device, out);
+    mp_status st = mp_tensor_empty(a->shape, a->ndim, MP_DTYPE_BOOL, a->storage->device, out);
     if (st != MP_OK)
         return st;
     class_ctx c = {op, a->dtype};
@@ -162,6 +167,7 @@ mp_status mp_op_classify(mp_class_op op, mp_tensor *a, mp_tensor **out)
 mp_status mp_op_any_all(int all, mp_tensor *a, uint32_t dim_mask, int keepdim,
                         mp_tensor **out)
 {
+    MP_HOST_ONLY("any_all", a);
     mp_tensor *zero = NULL, *decide = NULL, *count = NULL;
     mp_status st = mp_scalar_tensor(0.0, MP_DTYPE_INT64, &zero);
     if (st == MP_OK)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../cpu/im2col.h"
+#include "backend.h"
 #include "conv_core.h"
 #include "copy.h"
 #include "ops_cnn.h"
@@ -279,6 +280,7 @@ mp_status mp_op_conv(mp_tensor *x, mp_tensor *w, mp_tensor *bias, int nsp,
                      const int64_t *stride, const int64_t *padding, int pad_same,
                      const int64_t *dilation, int64_t groups, int mode, mp_tensor **out)
 {
+    MP_HOST_ONLY("conv", x, w, bias);
     const char *op = nsp == 1 ? "conv1d" : "conv2d";
     *out = NULL;
     mp_status st = check_ranks(x, w, nsp, stride, op);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../cpu/index_kernels.h"
+#include "backend.h"
 #include "chunk.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -144,6 +145,7 @@ static mp_status gather_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_gather(mp_tensor *a, int64_t dim, mp_tensor *index, int wrap, mp_tensor **out)
 {
+    MP_HOST_ONLY("gather", a, index);
     int d = 0;
     *out = NULL;
     mp_status st = check_args("gather", a, dim, index, NULL, &d);
@@ -265,6 +267,7 @@ static mp_status scatter_impl(const char *fname, mp_tensor *a, int64_t dim, mp_t
 mp_status mp_op_scatter(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *src,
                         mp_scalar value, int reduce, mp_tensor **out)
 {
+    MP_HOST_ONLY("scatter", a, index, src);
     int kind = reduce != MP_SCATTER_SET ? 3 : src ? 0 : 1;
     return scatter_impl("scatter", a, dim, index, src, value, reduce, kind, out);
 }
@@ -272,6 +275,7 @@ mp_status mp_op_scatter(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *
 mp_status mp_op_scatter_add(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *src,
                             mp_tensor **out)
 {
+    MP_HOST_ONLY("scatter_add", a, index, src);
     mp_scalar none = {0.0, 0, 0};
     return scatter_impl("scatter", a, dim, index, src, none, MP_SCATTER_ADD, 2, out);
 }

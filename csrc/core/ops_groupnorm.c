@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../cpu/norm_planes.h"
+#include "backend.h"
 #include "copy.h"
 #include "norm_common.h"
 #include "ops_cnn.h"
@@ -229,6 +230,7 @@ static mp_status gn_run(mp_tensor *xv, const gn_dims *d, mp_tensor *w, mp_tensor
 mp_status mp_op_group_norm(mp_tensor *x, int64_t groups, mp_tensor *weight, mp_tensor *bias,
                            double eps, mp_tensor **out)
 {
+    MP_HOST_ONLY("group_norm", x, weight, bias);
     *out = NULL;
     mp_status st = check_gn(x, groups, weight, bias);
     if (st != MP_OK)

@@ -6,6 +6,7 @@
  * Backward of index scatter-adds (fp32) into zeros; index_put's backward zeroes (or keeps)
  * the written positions and gathers for the values. */
 #include "ops_index.h"
+#include "backend.h"
 
 #include <string.h>
 
@@ -391,6 +392,7 @@ static mp_status index_backward(mp_node *node, mp_tensor **gout, mp_tensor **gin
 
 mp_status mp_op_index(mp_tensor *a, mp_tensor *const *indices, int n, mp_tensor **out)
 {
+    MP_HOST_ONLY("index", a);
     index_plan p;
     mp_tensor *av;
     uint32_t vmask;
@@ -549,6 +551,7 @@ static mp_status put_into_copy(const index_plan *p, mp_tensor *a, mp_tensor *val
 mp_status mp_op_index_put(mp_tensor *a, mp_tensor *const *indices, int n, mp_tensor *values,
                           int accumulate, mp_tensor **out)
 {
+    MP_HOST_ONLY("index_put", a, values);
     index_plan p;
     mp_tensor *av;
     uint32_t vmask;
@@ -581,6 +584,7 @@ mp_status mp_op_index_put(mp_tensor *a, mp_tensor *const *indices, int n, mp_ten
 mp_status mp_op_index_put_(mp_tensor *a, mp_tensor *const *indices, int n, mp_tensor *values,
                            int accumulate)
 {
+    MP_HOST_ONLY("index_put_", a, values);
     mp_tensor *res = NULL;
     mp_status st = mp_check_inplace(a, "index_put_");
     if (st == MP_OK)

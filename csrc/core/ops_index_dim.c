@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../cpu/index_kernels.h"
+#include "backend.h"
 #include "chunk.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -294,6 +295,7 @@ static mp_status prepare(line_op op, mp_tensor *a, int64_t dim, mp_tensor *index
 
 mp_status mp_op_index_select(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor **out)
 {
+    MP_HOST_ONLY("index_select", a, index);
     int d = 0;
     *out = NULL;
     mp_status st = prepare(LINE_SELECT, a, dim, index, &d);
@@ -323,18 +325,21 @@ static mp_status combine_op(line_op op, mp_tensor *a, int64_t dim, mp_tensor *in
 mp_status mp_op_index_add(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *src,
                           double alpha, mp_tensor **out)
 {
+    MP_HOST_ONLY("index_add", a, index, src);
     return combine_op(LINE_ADD, a, dim, index, src, alpha, out);
 }
 
 mp_status mp_op_index_copy(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *src,
                            mp_tensor **out)
 {
+    MP_HOST_ONLY("index_copy", a, index, src);
     return combine_op(LINE_COPY, a, dim, index, src, 1.0, out);
 }
 
 mp_status mp_op_index_fill(mp_tensor *a, int64_t dim, mp_tensor *index, mp_scalar value,
                            mp_tensor **out)
 {
+    MP_HOST_ONLY("index_fill", a, index);
     int d = 0;
     mp_tensor *v = NULL;
     *out = NULL;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "iter.h"
 #include "ops.h"
@@ -138,6 +139,7 @@ static mp_status commit(mp_tensor *a, mp_tensor *res, const char *name)
 
 mp_status mp_op_logical(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_HOST_ONLY("logical", a, b);
     mp_status st = check_op(op);
     if (st != MP_OK)
         return st;
@@ -149,6 +151,7 @@ mp_status mp_op_logical(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **
 
 mp_status mp_op_logical_(mp_logic_op op, mp_tensor *a, mp_tensor *b)
 {
+    MP_HOST_ONLY("logical_", a, b);
     mp_status st = check_op(op);
     if (st != MP_OK)
         return st;
@@ -161,6 +164,7 @@ mp_status mp_op_logical_(mp_logic_op op, mp_tensor *a, mp_tensor *b)
 
 mp_status mp_op_logical_not(mp_tensor *a, mp_tensor **out)
 {
+    MP_HOST_ONLY("logical_not", a);
     logic_ctx c = {MP_LOGIC_AND, 0, 1, 1, MP_DTYPE_BOOL, {MP_DTYPE_BOOL, MP_DTYPE_BOOL},
                    MP_DTYPE_BOOL};
     return logic_compute(&c, &a, "logical_not", out);
@@ -168,6 +172,7 @@ mp_status mp_op_logical_not(mp_tensor *a, mp_tensor **out)
 
 mp_status mp_op_logical_not_(mp_tensor *a)
 {
+    MP_HOST_ONLY("logical_not_", a);
     mp_tensor *res = NULL;
     mp_status st = mp_check_inplace(a, "logical_not_");
     if (st == MP_OK && (st = mp_op_logical_not(a, &res)) == MP_OK)
@@ -188,6 +193,7 @@ static mp_status bitwise_dtype(mp_tensor *a, mp_tensor *b, const char *kernel, m
 
 mp_status mp_op_bitwise(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_HOST_ONLY("bitwise", a, b);
     mp_dtype dt;
     mp_status st = check_op(op);
     if (st != MP_OK || (st = bitwise_dtype(a, b, bitwise_names[op], &dt)) != MP_OK)
@@ -200,6 +206,7 @@ mp_status mp_op_bitwise(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **
 
 mp_status mp_op_bitwise_(mp_logic_op op, mp_tensor *a, mp_tensor *b)
 {
+    MP_HOST_ONLY("bitwise_", a, b);
     mp_status st = check_op(op);
     if (st != MP_OK || (st = mp_check_inplace(a, bitwise_names_[op])) != MP_OK)
         return st;
@@ -212,6 +219,7 @@ mp_status mp_op_bitwise_(mp_logic_op op, mp_tensor *a, mp_tensor *b)
 
 mp_status mp_op_bitwise_not(mp_tensor *a, mp_tensor **out)
 {
+    MP_HOST_ONLY("bitwise_not", a);
     mp_dtype dt;
     mp_status st = bitwise_dtype(a, NULL, "bitwise_not", &dt);
     if (st != MP_OK)
@@ -223,6 +231,7 @@ mp_status mp_op_bitwise_not(mp_tensor *a, mp_tensor **out)
 
 mp_status mp_op_bitwise_not_(mp_tensor *a)
 {
+    MP_HOST_ONLY("bitwise_not_", a);
     mp_tensor *res = NULL;
     mp_status st = mp_check_inplace(a, "bitwise_not_");
     if (st == MP_OK && (st = mp_op_bitwise_not(a, &res)) == MP_OK)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "loss.h"
 #include "ops.h"
@@ -23,6 +24,7 @@ mp_status mp_loss_check_reduction(int reduction)
 
 mp_status mp_loss_dense(mp_tensor *t, const int64_t *shape, int nd, mp_tensor **out)
 {
+    MP_HOST_ONLY("loss_dense", t);
     mp_tensor *e = NULL;
     mp_status st = mp_view_expand(t, shape, nd, &e);
     if (st != MP_OK)
@@ -39,6 +41,7 @@ mp_status mp_loss_dense(mp_tensor *t, const int64_t *shape, int nd, mp_tensor **
 mp_status mp_loss_reduce(mp_tensor *l, int reduction, double denom, mp_dtype dt,
                          mp_tensor **out)
 {
+    MP_HOST_ONLY("loss_reduce", l);
     if (reduction == MP_RED_NONE) {
         if (l->dtype == dt) {
             mp_tensor_incref(l);
@@ -55,6 +58,7 @@ mp_status mp_loss_reduce(mp_tensor *l, int reduction, double denom, mp_dtype dt,
 
 mp_status mp_loss_grad_scale(mp_tensor *g, int reduction, double denom, float *scale)
 {
+    MP_HOST_ONLY("loss_grad_scale", g);
     *scale = 1.0f;
     if (reduction == MP_RED_NONE)
         return MP_OK;
@@ -232,17 +236,20 @@ static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, i
 
 mp_status mp_op_mse_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
+    MP_HOST_ONLY("mse_loss", input, target);
     return pointwise_loss(LOSS_MSE, input, target, reduction, 0.0, out);
 }
 
 mp_status mp_op_l1_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
+    MP_HOST_ONLY("l1_loss", input, target);
     return pointwise_loss(LOSS_L1, input, target, reduction, 0.0, out);
 }
 
 mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reduction,
                                double beta, mp_tensor **out)
 {
+    MP_HOST_ONLY("smooth_l1_loss", input, target);
     *out = NULL;
     if (beta < 0.0)
         return mp_error(MP_ERR_RUNTIME, "smooth_l1_loss does not support negative values for "
@@ -255,6 +262,7 @@ mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reductio
 mp_status mp_op_huber_loss(mp_tensor *input, mp_tensor *target, int reduction, double delta,
                            mp_tensor **out)
 {
+    MP_HOST_ONLY("huber_loss", input, target);
     *out = NULL;
     if (!(delta > 0.0))
         return mp_error(MP_ERR_RUNTIME, "huber_loss does not support non-positive values for "
@@ -405,6 +413,7 @@ static mp_status bce_check(mp_tensor *input, mp_tensor *target, mp_tensor *weigh
 mp_status mp_op_bce_with_logits(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                                 mp_tensor *pos_weight, int reduction, mp_tensor **out)
 {
+    MP_HOST_ONLY("bce_with_logits", input, target, weight, pos_weight);
     *out = NULL;
     mp_status st = mp_loss_check_reduction(reduction);
     if (st == MP_OK)

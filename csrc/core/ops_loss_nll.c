@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "loss.h"
 #include "ops.h"
@@ -238,6 +239,7 @@ static mp_status nll_forward(mp_tensor *logp, mp_tensor *target, mp_tensor *weig
 mp_status mp_op_nll_loss(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                          int64_t ignore_index, int reduction, mp_tensor **out)
 {
+    MP_HOST_ONLY("nll_loss", input, target, weight);
     nll_shape sh;
     *out = NULL;
     mp_status st = nll_check(input, target, weight, reduction, &sh);
@@ -385,6 +387,7 @@ mp_status mp_op_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *we
                               int64_t ignore_index, int reduction, double label_smoothing,
                               mp_tensor **out)
 {
+    MP_HOST_ONLY("cross_entropy", input, target, weight);
     *out = NULL;
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
         return mp_error(MP_ERR_RUNTIME, "label_smoothing must be between 0.0 and 1.0. Got: %g",

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "loss.h"
 #include "ops.h"
@@ -151,6 +152,7 @@ static mp_status bce_record(mp_tensor *input, mp_tensor *target, mp_tensor *weig
 mp_status mp_op_binary_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                                      int reduction, mp_tensor **out)
 {
+    MP_HOST_ONLY("binary_cross_entropy", input, target, weight);
     *out = NULL;
     mp_status st = mp_loss_check_reduction(reduction);
     if (st == MP_OK)
@@ -250,6 +252,7 @@ static mp_status kl_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 mp_status mp_op_kl_div(mp_tensor *input, mp_tensor *target, int reduction, int log_target,
                        mp_tensor **out)
 {
+    MP_HOST_ONLY("kl_div", input, target);
     mp_tensor *ins[2] = {input, target}, *l = NULL;
     int64_t shape[MP_MAX_DIMS], numel = 1;
     int nd;

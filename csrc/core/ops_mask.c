@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../cpu/parallel.h"
+#include "backend.h"
 #include "chunk.h"
 #include "copy.h"
 #include "elementwise.h"
@@ -231,6 +232,7 @@ static mp_status masked_fill_backward(mp_node *n, mp_tensor **gout, mp_tensor **
 mp_status mp_op_masked_fill(mp_tensor *a, mp_tensor *mask, mp_scalar value, mp_tensor *vt,
                             mp_tensor **out)
 {
+    MP_HOST_ONLY("masked_fill", a, mask, vt);
     *out = NULL;
     if (mask->dtype != MP_DTYPE_BOOL)
         return mp_error(MP_ERR_RUNTIME, "masked_fill_ only supports boolean masks, but got "
@@ -288,6 +290,7 @@ static mp_status triangle_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin
 
 mp_status mp_op_triangle(mp_tensor *a, int upper, int64_t k, mp_tensor **out)
 {
+    MP_HOST_ONLY("triangle", a);
     *out = NULL;
     if (a->ndim < 2)
         return mp_error(MP_ERR_RUNTIME, "%s: input tensor must have at least 2 dimensions",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "iter.h"
 #include "ops.h"
@@ -163,6 +164,7 @@ static mp_status rem_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_remainder(int is_fmod, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_HOST_ONLY("remainder", a, b);
     mp_status st = rem_compute(is_fmod, a, b, out);
     if (st != MP_OK)
         return st;
@@ -187,6 +189,7 @@ mp_status mp_op_remainder(int is_fmod, mp_tensor *a, mp_tensor *b, mp_tensor **o
 
 mp_status mp_op_remainder_(int is_fmod, mp_tensor *a, mp_tensor *b)
 {
+    MP_HOST_ONLY("remainder_", a, b);
     const char *name = is_fmod ? "fmod_" : "remainder_";
     mp_tensor *ins[2] = {a, b}, *res = NULL;
     mp_status st = mp_check_inplace(a, name);
@@ -220,6 +223,7 @@ static mp_status zero_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_round_decimals(mp_tensor *a, int64_t decimals, mp_tensor **out)
 {
+    MP_HOST_ONLY("round_decimals", a);
     if (!mp_dtype_is_float(a->dtype))
         return mp_error(MP_ERR_NOT_IMPLEMENTED, "\"%s\" not implemented for '%s'",
                         decimals ? "round_cpu" : "round_vml_cpu",

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "iter.h"
 #include "ops.h"
@@ -96,6 +97,7 @@ static mp_status amax_check(const char *name, mp_tensor *a, uint32_t mask)
 mp_status mp_op_amax(mp_tensor *a, uint32_t dim_mask, int keepdim, int is_min,
                      mp_tensor **out)
 {
+    MP_HOST_ONLY("amax", a);
     const char *name = is_min ? "amin" : "amax";
     *out = NULL;
     dim_mask &= all_dims(a->ndim);
@@ -269,6 +271,7 @@ static mp_status extreme_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_maximum(int which, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_HOST_ONLY("maximum", a, b);
     static const char *const bw[] = {"MaximumBackward0", "MinimumBackward0", "FmaxBackward0",
                                      "FminBackward0"};
     mp_tensor *ts[2] = {a, b};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "ops.h"
 #include "rows.h"
 #include "view.h"
@@ -208,6 +209,7 @@ static mp_status ln_forward(mp_tensor *a, int64_t rows, int64_t m, mp_tensor *w,
 mp_status mp_op_layer_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
                            mp_tensor *weight, mp_tensor *bias, double eps, mp_tensor **out)
 {
+    MP_HOST_ONLY("layer_norm", a, weight, bias);
     *out = NULL;
     mp_status st = check_layer_norm(a, normalized_shape, n, weight, bias);
     if (st != MP_OK)

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "ops.h"
+#include "backend.h"
 #include "rows.h"
 #include "view.h"
 
@@ -100,6 +101,7 @@ static mp_status normalize_backward(mp_node *n, mp_tensor **gout, mp_tensor **gi
 
 mp_status mp_op_normalize(mp_tensor *a, double p, int64_t dim, double eps, mp_tensor **out)
 {
+    MP_HOST_ONLY("normalize", a);
     *out = NULL;
     int d;
     if (!mp_dtype_is_float(a->dtype))

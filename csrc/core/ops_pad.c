@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "backend.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "loss.h"
@@ -279,6 +280,7 @@ static mp_status pad_record(mp_tensor *a, const pad_spec *p, int npad, mp_tensor
 mp_status mp_op_pad(mp_tensor *a, const int64_t *pad, int npad, int mode, mp_scalar value,
                     mp_tensor **out)
 {
+    MP_HOST_ONLY("pad", a);
     pad_spec p;
     int64_t *tables[MP_MAX_DIMS];
     *out = NULL;
@@ -308,6 +310,7 @@ mp_status mp_op_pad(mp_tensor *a, const int64_t *pad, int npad, int mode, mp_sca
 
 mp_status mp_op_one_hot(mp_tensor *a, int64_t num_classes, mp_tensor **out)
 {
+    MP_HOST_ONLY("one_hot", a);
     int64_t shape[MP_MAX_DIMS], n = mp_tensor_numel(a), lo = 0, hi = -1;
     mp_tensor *idx = NULL;
     *out = NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../cpu/parallel.h"
+#include "backend.h"
 #include "../cpu/pool.h"
 #include "copy.h"
 #include "ops_cnn.h"
@@ -258,6 +259,7 @@ mp_status mp_op_max_pool(mp_tensor *x, int nsp, const int64_t *kernel, const int
                          const int64_t *padding, const int64_t *dilation, int ceil_mode,
                          mp_tensor **out, mp_tensor **indices)
 {
+    MP_HOST_ONLY("max_pool", x);
     *out = NULL;
     if (indices)
         *indices = NULL;
@@ -278,6 +280,7 @@ mp_status mp_op_avg_pool(mp_tensor *x, int nsp, const int64_t *kernel, const int
                          const int64_t *padding, int ceil_mode, int count_include_pad,
                          int64_t divisor, mp_tensor **out)
 {
+    MP_HOST_ONLY("avg_pool", x);
     *out = NULL;
     const int64_t ones[2] = {1, 1};
     pool_geom g = {POOL_AVG, {0}, 0};
@@ -337,6 +340,7 @@ static mp_status check_adaptive(mp_tensor *x, int nsp, const int64_t *osize)
 mp_status mp_op_adaptive_avg_pool(mp_tensor *x, int nsp, const int64_t *output_size,
                                   mp_tensor **out)
 {
+    MP_HOST_ONLY("adaptive_avg_pool", x);
     *out = NULL;
     mp_status st = check_adaptive(x, nsp, output_size);
     if (st != MP_OK)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "iter.h"
 #include "ops.h"
@@ -204,6 +205,7 @@ static mp_status pow_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_HOST_ONLY("pow", a, b);
     mp_tensor *in[2] = {a, b}, *ex[2];
     int64_t shape[MP_MAX_DIMS];
     int nd;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "ops.h"
 #include "reduce.h"
@@ -144,11 +145,13 @@ static mp_status sum_mean(int mean, mp_tensor *a, uint32_t mask, int keepdim, in
 
 mp_status mp_op_sum(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp_tensor **out)
 {
+    MP_HOST_ONLY("sum", a);
     return sum_mean(0, a, dim_mask, keepdim, dtype, out);
 }
 
 mp_status mp_op_mean(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp_tensor **out)
 {
+    MP_HOST_ONLY("mean", a);
     return sum_mean(1, a, dim_mask, keepdim, dtype, out);
 }
 
@@ -287,12 +290,14 @@ static mp_status flat_row(mp_tensor *a, mp_tensor **out)
 mp_status mp_op_max_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **values,
                         mp_tensor **indices)
 {
+    MP_HOST_ONLY("max_dim", a);
     return extreme_dim(0, a, dim, keepdim, values, indices);
 }
 
 mp_status mp_op_min_dim(mp_tensor *a, int64_t dim, int keepdim, mp_tensor **values,
                         mp_tensor **indices)
 {
+    MP_HOST_ONLY("min_dim", a);
     return extreme_dim(1, a, dim, keepdim, values, indices);
 }
 
@@ -349,11 +354,13 @@ static mp_status extreme_all(int is_min, mp_tensor *a, mp_tensor **out)
 
 mp_status mp_op_max_all(mp_tensor *a, mp_tensor **out)
 {
+    MP_HOST_ONLY("max_all", a);
     return extreme_all(0, a, out);
 }
 
 mp_status mp_op_min_all(mp_tensor *a, mp_tensor **out)
 {
+    MP_HOST_ONLY("min_all", a);
     return extreme_all(1, a, out);
 }
 
@@ -390,10 +397,12 @@ static mp_status arg_extreme(int is_min, mp_tensor *a, int has_dim, int64_t dim,
 
 mp_status mp_op_argmax(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out)
 {
+    MP_HOST_ONLY("argmax", a);
     return arg_extreme(0, a, has_dim, dim, keepdim, out);
 }
 
 mp_status mp_op_argmin(mp_tensor *a, int has_dim, int64_t dim, int keepdim, mp_tensor **out)
 {
+    MP_HOST_ONLY("argmin", a);
     return arg_extreme(1, a, has_dim, dim, keepdim, out);
 }

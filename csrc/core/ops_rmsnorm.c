@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "ops_attention.h"
 #include "rows.h"
 #include "view.h"
@@ -173,6 +174,7 @@ static mp_status rms_forward(mp_tensor *a, int64_t rows, int64_t m, mp_tensor *w
 mp_status mp_op_rms_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
                          mp_tensor *weight, int has_eps, double eps, mp_tensor **out)
 {
+    MP_HOST_ONLY("rms_norm", a, weight);
     *out = NULL;
     mp_status st = check_rms_norm(a, normalized_shape, n, weight);
     if (st != MP_OK)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "ops.h"
 #include "reduce_rows.h"
 #include "rows.h"
@@ -110,6 +111,7 @@ static mp_status prod_rows(const mp_rowset *rs, mp_tensor *out)
 mp_status mp_op_prod(mp_tensor *a, int has_dim, int64_t dim, int keepdim, int dtype,
                      mp_tensor **out)
 {
+    MP_HOST_ONLY("prod", a);
     mp_dtype odt = scan_dtype(a, dtype);
     int d = 0;
     *out = NULL;
@@ -269,6 +271,7 @@ static mp_status cumsum_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_cumsum(mp_tensor *a, int64_t dim, int dtype, int prod, mp_tensor **out)
 {
+    MP_HOST_ONLY("cumsum", a);
     mp_dtype odt = scan_dtype(a, dtype);
     int d;
     *out = NULL;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../cpu/dispatch.h"
+#include "backend.h"
 #include "copy.h"
 #include "elementwise.h"
 #include "matmul_core.h"
@@ -234,6 +235,7 @@ static mp_status embedding_gather(mp_tensor *weight, mp_tensor *idx, mp_tensor *
 mp_status mp_op_embedding(mp_tensor *weight, mp_tensor *indices, int64_t padding_idx,
                           mp_tensor **out)
 {
+    MP_HOST_ONLY("embedding", weight, indices);
     *out = NULL;
     if (weight->ndim != 2)
         return mp_error(MP_ERR_RUNTIME, "embedding: 'weight' must be 2-D, got a %d-D tensor",
@@ -354,6 +356,7 @@ static mp_status dropout_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 mp_status mp_op_dropout(mp_tensor *a, double p, uint64_t seed, uint64_t offset,
                         mp_tensor **out, uint64_t *blocks_used)
 {
+    MP_HOST_ONLY("dropout", a);
     *out = NULL;
     *blocks_used = 0;
     if (!(p >= 0.0 && p <= 1.0))

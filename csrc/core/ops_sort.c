@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "elementwise.h"
+#include "backend.h"
 #include "ops.h"
 #include "reduce_rows.h"
 #include "rows.h"
@@ -178,6 +179,7 @@ static mp_status sort_k(const char *bw_name, mp_tensor *a, int d, int64_t k, int
 mp_status mp_op_sort(mp_tensor *a, int64_t dim, int descending, mp_tensor **values,
                      mp_tensor **indices)
 {
+    MP_HOST_ONLY("sort", a);
     int d;
     *values = *indices = NULL;
     mp_status st = mp_wrap_dim(dim, a->ndim, &d);
@@ -190,6 +192,7 @@ mp_status mp_op_sort(mp_tensor *a, int64_t dim, int descending, mp_tensor **valu
 mp_status mp_op_topk(mp_tensor *a, int64_t k, int64_t dim, int largest, mp_tensor **values,
                      mp_tensor **indices)
 {
+    MP_HOST_ONLY("topk", a);
     int d;
     *values = *indices = NULL;
     mp_status st = mp_wrap_dim(dim, a->ndim, &d);

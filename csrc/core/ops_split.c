@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../shared/mp_half.h"
+#include "backend.h"
 #include "chunk.h"
 #include "elementwise.h"
 #include "ops.h"
@@ -96,6 +97,7 @@ static mp_status check_sizes(const mp_tensor *a, int dim, const int64_t *sizes, 
 mp_status mp_op_split(mp_tensor *a, int64_t dim, const int64_t *sizes, int n, int with_sizes,
                       mp_tensor **outs)
 {
+    MP_HOST_ONLY("split", a);
     int d = 0;
     if (a->ndim == 0)
         return mp_error(MP_ERR_RUNTIME, "split expects at least a 1-dimensional tensor");
@@ -119,6 +121,7 @@ mp_status mp_op_split(mp_tensor *a, int64_t dim, const int64_t *sizes, int n, in
 
 mp_status mp_op_unbind(mp_tensor *a, int64_t dim, mp_tensor **outs)
 {
+    MP_HOST_ONLY("unbind", a);
     int d = 0;
     if (a->ndim == 0)
         return mp_error(MP_ERR_INDEX, "Dimension specified as %lld but tensor has no dimensions",
@@ -170,6 +173,7 @@ static mp_status flip_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_flip(mp_tensor *a, uint32_t dim_mask, mp_tensor **out)
 {
+    MP_HOST_ONLY("flip", a);
     mp_status st = flipped_copy(a, dim_mask, out);
     mp_node *node = NULL;
     if (st == MP_OK)
@@ -211,6 +215,7 @@ static int is_nonzero(mp_dtype dt, const char *p)
 
 mp_status mp_op_nonzero(mp_tensor *a, mp_tensor **out)
 {
+    MP_HOST_ONLY("nonzero", a);
     mp_tensor *c = NULL;
     *out = NULL;
     mp_status st = mp_tensor_contiguous(a, &c);
@@ -323,6 +328,7 @@ mp_status mp_op_eye(int64_t n, int64_t m, mp_dtype dt, mp_tensor **out)
 
 mp_status mp_op_repeat_index(mp_tensor *repeats, int64_t output_size, mp_tensor **out)
 {
+    MP_HOST_ONLY("repeat_index", repeats);
     mp_tensor *c = NULL;
     *out = NULL;
     if (repeats->ndim > 1)

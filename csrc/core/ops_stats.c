@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "ops.h"
 #include "reduce_rows.h"
 #include "rows.h"
@@ -128,6 +129,7 @@ static mp_status var_outputs(mp_tensor *a, const mp_rowset *rs, double correctio
 mp_status mp_op_var(mp_tensor *a, uint32_t dim_mask, double correction, int keepdim,
                     int take_sqrt, mp_tensor **out, mp_tensor **mean_out)
 {
+    MP_HOST_ONLY("var", a);
     *out = NULL;
     if (mean_out)
         *mean_out = NULL;
@@ -236,6 +238,7 @@ static mp_status lse_forward(mp_tensor *a, uint32_t mask, int keepdim, mp_tensor
 
 mp_status mp_op_logsumexp(mp_tensor *a, uint32_t dim_mask, int keepdim, mp_tensor **out)
 {
+    MP_HOST_ONLY("logsumexp", a);
     *out = NULL;
     mp_tensor *src = NULL;    /* integers are summed as float32, as torch */
     mp_status st = mp_op_to_dtype(a, mp_dtype_is_float(a->dtype) ? a->dtype

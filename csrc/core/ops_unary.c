@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../cpu/dispatch.h"
+#include "backend.h"
 #include "../shared/mp_math.h"
 #include "chunk.h"
 #include "iter.h"
@@ -231,11 +232,11 @@ static mp_status unary_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     mp_tensor *g = gout[0];
     mp_dtype dt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
     if (ops[n->iargs[0]].zero_grad)         /* zeros even where g is inf or NaN, as torch */
-        return mp_tensor_full(g->shape, g->ndim, dt, 0.0, &gin[0]);
+        return mp_tensor_full_on(g->shape, g->ndim, dt, 0.0, g->storage->device, &gin[0]);
     mp_tensor *v = mp_node_saved(n, 0);
     if (!v)
         return MP_ERR_RUNTIME;
-    mp_status st = mp_tensor_empty(g->shape, g->ndim, dt, MP_DEVICE_CPU, &gin[0]);
+    mp_status st = mp_tensor_empty(g->shape, g->ndim, dt, g->storage->device, &gin[0]);
     if (st != MP_OK)
         return st;
     mp_tensor *ins[2] = {g, v};
@@ -277,13 +278,13 @@ mp_status mp_op_unary(mp_unary_op op, mp_tensor *a, mp_tensor **out)
     mp_dtype dt;
     mp_status st = unary_dtype(op, a->dtype, &dt);
     if (st == MP_OK)
-        st = mp_tensor_empty(a->shape, a->ndim, dt, MP_DEVICE_CPU, out);
+        st = mp_tensor_empty(a->shape, a->ndim, dt, a->storage->device, out);
     if (st != MP_OK)
         return st;
     double args[1] = {(double)op};
     if (mp_dtype_is_float(dt))
         st = mp_map(*out, &a, 1, fwd_map, args);
-    else
+    else if ((st = mp_require_host("unary (integer)", a)) == MP_OK)  /* a host kernel */
         int_map(op, a, *out);
     mp_node *node = NULL;
     if (st == MP_OK)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "elementwise.h"
 #include "ops.h"
 #include "view.h"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "elementwise.h"
+#include "backend.h"
 #include "ops.h"
 #include "reduce_rows.h"
 #include "rows.h"
@@ -184,6 +185,7 @@ static mp_status vnorm_forward(mp_tensor *a, double ord, uint32_t mask, int keep
 mp_status mp_op_vector_norm(mp_tensor *a, double ord, uint32_t dim_mask, int keepdim,
                             int dtype, mp_tensor **out)
 {
+    MP_HOST_ONLY("vector_norm", a);
     mp_dtype odt = a->dtype;
     *out = NULL;
     dim_mask &= all_dims(a->ndim);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "backend.h"
 #include "random.h"
 #include "rows.h"
 #include "view.h"
@@ -42,6 +43,7 @@ static double open_unit(uint64_t r)
 mp_status mp_random_exponential_(mp_tensor *t, uint64_t seed, uint64_t offset, double lambd,
                                  uint64_t *blocks_used)
 {
+    MP_HOST_ONLY("random_exponential_", t);
     mp_status st = mp_random_check_target(t);
     if (st != MP_OK)
         return st;
@@ -85,6 +87,7 @@ static void bernoulli_fill(mp_tensor *t, const float *ps, double p, uint64_t see
 mp_status mp_random_bernoulli_(mp_tensor *t, double p, uint64_t seed, uint64_t offset,
                                uint64_t *blocks_used)
 {
+    MP_HOST_ONLY("random_bernoulli_", t);
     mp_status st = mp_random_check_target(t);
     if (st != MP_OK)
         return st;
@@ -98,6 +101,7 @@ mp_status mp_random_bernoulli_(mp_tensor *t, double p, uint64_t seed, uint64_t o
 mp_status mp_random_bernoulli_tensor_(mp_tensor *t, mp_tensor *p, uint64_t seed,
                                       uint64_t offset, uint64_t *blocks_used)
 {
+    MP_HOST_ONLY("random_bernoulli_tensor_", t, p);
     mp_status st = mp_random_check_target(t);
     if (st != MP_OK)
         return st;
@@ -264,6 +268,7 @@ mp_status mp_random_multinomial(mp_tensor *probs, int64_t num_samples, int repla
                                 uint64_t seed, uint64_t offset, mp_tensor **out,
                                 uint64_t *blocks_used)
 {
+    MP_HOST_ONLY("random_multinomial", probs);
     *blocks_used = 0;
     mp_status st = multinomial_check(probs, num_samples, replacement);
     if (st != MP_OK)

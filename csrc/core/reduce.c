@@ -3,6 +3,7 @@
  * int64 one for integer sums to int64, exact as torch's); the accumulator gets an 8-byte-element
  * header so mp_iter can coalesce both walks. */
 #include "reduce.h"
+#include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,7 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
 mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype out_dtype,
                         mp_tensor **out)
 {
+    MP_HOST_ONLY("reduce_sum", t);
     int64_t oshape[MP_MAX_DIMS], kshape[MP_MAX_DIMS], astrides[MP_MAX_DIMS];
     int ond, knd;
     mp_reduced_shape(t, dim_mask, keepdim, oshape, &ond);

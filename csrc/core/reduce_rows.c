@@ -2,6 +2,7 @@
  * (kept dims, reduced dims) and a contiguous copy, its inverse for gradients, the extreme-value
  * scans max/min/amax/amin share, and storing per-row double results in any dtype. */
 #include "reduce_rows.h"
+#include "backend.h"
 
 #include <string.h>
 
@@ -25,6 +26,7 @@ static int rows_perm(int nd, uint32_t mask, int64_t *perm)
 
 mp_status mp_rowset_of(mp_tensor *a, uint32_t mask, int keepdim, mp_rowset *rs)
 {
+    MP_HOST_ONLY("rowset_of", a);
     int64_t perm[MP_MAX_DIMS];
     int nd = a->ndim;
     mask &= nd >= 32 ? ~0u : (1u << nd) - 1u;
@@ -51,6 +53,7 @@ void mp_rowset_release(mp_rowset *rs)
 mp_status mp_rowset_restore(mp_tensor *g, const int64_t *ishape, int nd, uint32_t mask,
                             mp_tensor **out)
 {
+    MP_HOST_ONLY("rowset_restore", g);
     int64_t perm[MP_MAX_DIMS], inv[MP_MAX_DIMS], pshape[MP_MAX_DIMS];
     mask &= nd >= 32 ? ~0u : (1u << nd) - 1u;
     rows_perm(nd, mask, perm);
@@ -128,6 +131,7 @@ mp_status mp_tensor_from_f64(const double *v, const int64_t *shape, int nd, mp_d
 
 mp_status mp_as_f32(mp_tensor *t, mp_tensor **out)
 {
+    MP_HOST_ONLY("as_f32", t);
     if (t->dtype == MP_DTYPE_FLOAT32)
         return mp_tensor_contiguous(t, out);
     return mp_tensor_cast(t, MP_DTYPE_FLOAT32, out);
@@ -135,6 +139,7 @@ mp_status mp_as_f32(mp_tensor *t, mp_tensor **out)
 
 mp_status mp_check_reduced_nonempty(const char *name, const mp_tensor *a, uint32_t mask)
 {
+    MP_HOST_ONLY("check_reduced_nonempty", a);
     for (int d = 0; d < a->ndim; d++)
         if ((mask & (1u << d)) && a->shape[d] == 0)
             return mp_error(MP_ERR_INDEX, "%s(): Expected reduction dim %d to have non-zero "

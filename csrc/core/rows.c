@@ -2,6 +2,7 @@
  * change (permute + contiguous copy) and the fp32 conversions live here; the per-row math
  * belongs to the op files. */
 #include "rows.h"
+#include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,7 @@ void mp_rows_shape(const int64_t *shape, int ndim, int dim, int64_t *out)
 
 mp_status mp_rows_of(mp_tensor *a, int dim, mp_tensor **rows)
 {
+    MP_HOST_ONLY("rows_of", a);
     if (a->ndim == 0 || dim == a->ndim - 1)
         return mp_tensor_contiguous(a, rows);
     int64_t perm[MP_MAX_DIMS], inv[MP_MAX_DIMS];
@@ -93,6 +95,7 @@ mp_status mp_rows_of(mp_tensor *a, int dim, mp_tensor **rows)
 
 mp_status mp_rows_restore(mp_tensor *rows, int dim, mp_tensor **out)
 {
+    MP_HOST_ONLY("rows_restore", rows);
     if (rows->ndim == 0 || dim == rows->ndim - 1) {
         mp_tensor_incref(rows);
         *out = rows;

@@ -5,20 +5,32 @@
 #include <stdlib.h>
 
 #include "alloc.h"
+#include "backend.h"
 #include "autograd.h"
 #include "autograd_hooks.h"
 
 mp_status mp_storage_new(size_t nbytes, mp_device device, mp_storage **out)
 {
-    if (device != MP_DEVICE_CPU)
-        return mp_error(MP_ERR_NO_CUDA, "CUDA storage is not available in this build");
-    mp_storage *s = malloc(sizeof *s);
-    if (!s)
-        return mp_error(MP_ERR_NOMEM, "out of memory allocating a storage header");
-    s->data = mp_alloc(nbytes);
-    if (!s->data) {
-        free(s);
-        return MP_ERR_NOMEM;
+    mp_storage *s;
+    if (device == MP_DEVICE_CPU) {
+        if (!(s = malloc(sizeof *s)))
+            return mp_error(MP_ERR_NOMEM, "out of memory allocating a storage header");
+        if (!(s->data = mp_alloc(nbytes))) {
+            free(s);
+            return MP_ERR_NOMEM;
+        }
+    } else {
+        const mp_backend *b = mp_backend_get(device);
+        if (!b)
+            return MP_ERR_NO_CUDA;
+        if (!(s = malloc(sizeof *s)))
+            return mp_error(MP_ERR_NOMEM, "out of memory allocating a storage header");
+        mp_msg msg;
+        mp_status st = b->alloc(nbytes ? nbytes : 1, &s->data, &msg);
+        if (st != MP_OK) {
+            free(s);
+            return mp_backend_error(st, &msg);
+        }
     }
     s->refcount = 1;
     s->nbytes = nbytes;
@@ -59,8 +71,10 @@ void mp_storage_decref(mp_storage *s)
         return;
     if (s->release)
         s->release(s->release_ctx);
-    else
+    else if (s->device == MP_DEVICE_CPU)
         mp_free(s->data, s->nbytes);
+    else
+        mp_backend_of_storage(s)->free(s->data, s->nbytes ? s->nbytes : 1);
     free(s);
 }
 

@@ -41,6 +41,14 @@ typedef enum {
 
 typedef enum { MP_DEVICE_CPU = 0, MP_DEVICE_CUDA = 1 } mp_device;
 
+/* A caller-provided message buffer. Backends (cpu/, sim/, cuda/) report a failure as a status
+ * code plus text written here; the core copies it into its own error state. They never write
+ * the core's buffer themselves. */
+#define MP_MSG_CAP 256
+typedef struct {
+    char text[MP_MSG_CAP];
+} mp_msg;
+
 MP_HD size_t mp_dtype_size(mp_dtype dt)
 {
     switch (dt) {

@@ -8,8 +8,22 @@ from .._size import device as _device_type
 
 
 def is_available():
-    """True when mpamp was built with CUDA and a device is present."""
-    return bool(_C._cuda_is_built()) and _C._cuda_device_count() > 0
+    """True when a CUDA device is usable: a real one (CUDA build) or the simulated GPU
+    (MPAMP_CUDA_SIM=1)."""
+    return _C._cuda_count() > 0
+
+
+def is_simulated():
+    """True when the CUDA device is mpamp's simulated GPU (MPAMP_CUDA_SIM=1; for tests)."""
+    return bool(_C._cuda_is_sim()) and is_available()
+
+
+def sim_stats():
+    """Test-only: the simulated GPU's host<->device copy and synchronisation counts."""
+    if not is_simulated():
+        raise RuntimeError("mpamp.cuda.sim_stats() needs the simulated GPU (MPAMP_CUDA_SIM=1)")
+    st = _C._cuda_memory_stats()
+    return {k: st[k] for k in ("h2d", "d2h", "d2d", "syncs")}
 
 
 def is_built():
@@ -19,12 +33,17 @@ def is_built():
 
 def device_count():
     """Number of usable CUDA devices (0 without a GPU)."""
-    return int(_C._cuda_device_count())
+    return int(_C._cuda_count())
 
 
 def is_bf16_supported(including_emulation=True):
-    """True when a CUDA device with bfloat16 support is present (False without a GPU)."""
-    return is_available()
+    """True when the CUDA device has compute capability 8.0 or more (False without one)."""
+    if not is_available():
+        return False
+    try:
+        return get_device_capability() >= (8, 0)
+    except RuntimeError:   # a real GPU whose properties mpamp cannot query yet
+        return True
 
 
 def _no_cuda_error(fname):
@@ -48,8 +67,9 @@ def init():
 
 
 def synchronize(device=None):
-    """Wait for the device's work to finish (mpamp's CUDA calls are synchronous)."""
+    """Wait for the device's work to finish."""
     _require("synchronize")
+    _C._cuda_synchronize()
 
 
 def current_device():
@@ -69,24 +89,53 @@ def _unsupported_query(fname):
                        f"yet")
 
 
+def _index(device):
+    if device is None:
+        return 0
+    if isinstance(device, int):
+        return device
+    d = _device_type(device)
+    return 0 if d.index is None else d.index
+
+
+def _props(fname, device):
+    _require(fname)
+    return _C._cuda_properties(_index(device))
+
+
 def get_device_name(device=None):
     """The device's name (raises without a device)."""
-    _unsupported_query("get_device_name")
+    return _props("get_device_name", device)[0]
 
 
 def get_device_capability(device=None):
     """The device's (major, minor) compute capability (raises without a device)."""
-    _unsupported_query("get_device_capability")
+    p = _props("get_device_capability", device)
+    return (p[1], p[2])
+
+
+class _DeviceProperties:
+    __slots__ = ("name", "major", "minor", "total_memory", "multi_processor_count")
+
+    def __init__(self, name, major, minor, total, sms):
+        self.name, self.major, self.minor = name, major, minor
+        self.total_memory, self.multi_processor_count = total, sms
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // (1 << 20)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
 
 
 def get_device_properties(device=None):
     """The device's properties (raises without a device)."""
-    _unsupported_query("get_device_properties")
+    return _DeviceProperties(*_props("get_device_properties", device))
 
 
 def mem_get_info(device=None):
     """(free, total) device memory (raises without a device)."""
-    _unsupported_query("mem_get_info")
+    total = _props("mem_get_info", device)[3]
+    return (total - _C._cuda_memory_stats()["reserved_bytes"], total)
 
 
 class device:

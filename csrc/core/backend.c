@@ -1,0 +1,295 @@
+/* backend.c - the backend registry (see backend.h): the CPU table, the choice of the CUDA
+ * device's backend (the simulator when MPAMP_CUDA_SIM=1, else the real GPU when built and
+ * present), and the device checks every op entry shares. The real GPU's table has memory
+ * and copies so far; its kernels come with the CUDA backend (cuda/). */
+#include "backend.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../sim/sim.h"
+#include "alloc.h"
+#include "cuda_api.h"
+
+/* ---- CPU ---- */
+
+static int cpu_count(void)
+{
+    return 1;
+}
+
+static mp_status cpu_properties(int index, mp_device_props *out, mp_msg *msg)
+{
+    (void)index, (void)msg;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "cpu");
+    return MP_OK;
+}
+
+static mp_status cpu_alloc(size_t nbytes, void **out, mp_msg *msg)
+{
+    *out = mp_alloc(nbytes);
+    if (*out)
+        return MP_OK;
+    snprintf(msg->text, sizeof msg->text, "%s", mp_error_message());
+    return MP_ERR_NOMEM;
+}
+
+static mp_status cpu_memcpy(void *dst, const void *src, size_t n, mp_copy_kind kind,
+                            mp_msg *msg)
+{
+    (void)kind, (void)msg;
+    if (n)
+        memmove(dst, src, n);
+    return MP_OK;
+}
+
+static mp_status cpu_synchronize(mp_msg *msg)
+{
+    (void)msg;
+    return MP_OK;
+}
+
+static void cpu_stats(mp_device_stats *out)
+{
+    mp_alloc_stats s;
+    mp_alloc_get_stats(&s);
+    memset(out, 0, sizeof *out);
+    out->allocated = s.in_use_bytes;
+    out->peak_allocated = s.peak_in_use_bytes;
+    out->reserved = s.in_use_bytes + s.cached_bytes;
+    out->alloc_calls = s.allocs;
+    out->cache_hits = s.cache_hits;
+}
+
+static const mp_backend cpu = {
+    .name = "cpu",
+    .device = MP_DEVICE_CPU,
+    .device_count = cpu_count,
+    .properties = cpu_properties,
+    .alloc = cpu_alloc,
+    .free = mp_free,
+    .memcpy = cpu_memcpy,
+    .synchronize = cpu_synchronize,
+    .stats = cpu_stats,
+    .reset_peak = mp_alloc_reset_peak,
+    .empty_cache = mp_alloc_empty_cache,
+    .map = mp_cpu_map_kernel,
+    .copy = mp_cpu_copy_kernel,
+    .fill = mp_cpu_fill_kernel,
+};
+
+const mp_backend *mp_backend_cpu(void)
+{
+    return &cpu;
+}
+
+/* ---- a real GPU (memory and copies; kernels arrive with cuda/'s backend) ---- */
+
+static void from_core(mp_msg *msg)
+{
+    snprintf(msg->text, sizeof msg->text, "%s", mp_error_message());
+}
+
+static mp_status gpu_properties(int index, mp_device_props *out, mp_msg *msg)
+{
+    (void)index;
+    memset(out, 0, sizeof *out);
+    snprintf(msg->text, sizeof msg->text, "mpamp does not query CUDA device properties yet");
+    return MP_ERR_NOT_IMPLEMENTED;
+}
+
+static mp_status gpu_alloc(size_t nbytes, void **out, mp_msg *msg)
+{
+    mp_status st = mp_cuda_malloc(out, nbytes);
+    if (st != MP_OK)
+        from_core(msg);
+    return st;
+}
+
+static void gpu_free(void *p, size_t nbytes)
+{
+    (void)nbytes;
+    (void)mp_cuda_free(p);
+}
+
+static mp_status gpu_memcpy(void *dst, const void *src, size_t n, mp_copy_kind kind,
+                            mp_msg *msg)
+{
+    mp_status st = mp_cuda_memcpy(dst, src, n, (int)kind);
+    if (st != MP_OK)
+        from_core(msg);
+    return st;
+}
+
+static mp_status gpu_synchronize(mp_msg *msg)
+{
+    (void)msg;
+    return MP_OK;    /* every call of device.cu is synchronous today */
+}
+
+static void gpu_stats(mp_device_stats *out)
+{
+    memset(out, 0, sizeof *out);
+}
+
+static void gpu_nothing(void)
+{
+}
+
+static mp_status gpu_no_kernels(mp_msg *msg)
+{
+    snprintf(msg->text, sizeof msg->text, "this op has no CUDA kernel in mpamp yet (the CUDA "
+             "backend has memory and copies only); run it on the CPU or under the simulated "
+             "GPU (MPAMP_CUDA_SIM=1)");
+    return MP_ERR_NOT_IMPLEMENTED;
+}
+
+static mp_status gpu_map(const mp_map_kernel *k, mp_msg *msg)
+{
+    (void)k;
+    return gpu_no_kernels(msg);
+}
+
+static mp_status gpu_copy(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg)
+{
+    if (it->ndim == 1 && it->strides[0][0] == 1 && it->strides[1][0] == 1) {
+        mp_status st = dst == src
+            ? mp_cuda_memcpy(it->base[0], it->base[1], (size_t)it->numel * it->itemsize[0], 2)
+            : mp_cuda_cast(it->base[1], src, it->base[0], dst, (size_t)it->numel);
+        if (st != MP_OK)
+            from_core(msg);
+        return st;
+    }
+    return gpu_no_kernels(msg);
+}
+
+static mp_status gpu_fill(const mp_iter *it, mp_dtype dt, const void *pattern, mp_msg *msg)
+{
+    (void)it, (void)dt, (void)pattern;
+    return gpu_no_kernels(msg);
+}
+
+static const mp_backend gpu = {
+    .name = "cuda",
+    .device = MP_DEVICE_CUDA,
+    .device_count = mp_cuda_device_count,
+    .properties = gpu_properties,
+    .alloc = gpu_alloc,
+    .free = gpu_free,
+    .memcpy = gpu_memcpy,
+    .synchronize = gpu_synchronize,
+    .stats = gpu_stats,
+    .reset_peak = gpu_nothing,
+    .empty_cache = gpu_nothing,
+    .map = gpu_map,
+    .copy = gpu_copy,
+    .fill = gpu_fill,
+};
+
+/* ---- registry ---- */
+
+static int sim_flag = -1;
+
+int mp_cuda_sim_enabled(void)
+{
+    int v = __atomic_load_n(&sim_flag, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *env = getenv("MPAMP_CUDA_SIM");
+        v = env && strcmp(env, "1") == 0;
+        __atomic_store_n(&sim_flag, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+const mp_backend *mp_backend_get(mp_device d)
+{
+    if (d == MP_DEVICE_CPU)
+        return &cpu;
+    if (mp_cuda_sim_enabled()) {
+        const mp_backend *b = mp_sim_backend();
+        if (b->device_count() > 0)
+            return b;
+        mp_msg msg;
+        void *p = NULL;
+        b->alloc(1, &p, &msg);      /* fails, and says why the arena is missing */
+        mp_error(MP_ERR_NO_CUDA, "CUDA not available: %s", msg.text);
+        return NULL;
+    }
+    if (mp_cuda_is_built() && mp_cuda_device_count() > 0)
+        return &gpu;
+    if (mp_cuda_is_built())
+        mp_error(MP_ERR_NO_CUDA, "CUDA not available: no CUDA device was found");
+    else
+        mp_error(MP_ERR_NO_CUDA, "CUDA not available: mpamp was built without CUDA support "
+                 "(nvcc was not found or MPAMP_CUDA=0); MPAMP_CUDA_SIM=1 simulates a GPU");
+    return NULL;
+}
+
+const mp_backend *mp_backend_of_storage(const mp_storage *s)
+{
+    if (s->device == MP_DEVICE_CPU)
+        return &cpu;
+    return mp_cuda_sim_enabled() ? mp_sim_backend() : &gpu;
+}
+
+const mp_backend *mp_backend_of(const mp_tensor *t)
+{
+    return mp_backend_of_storage(t->storage);
+}
+
+mp_status mp_backend_error(mp_status st, const mp_msg *msg)
+{
+    return mp_error(st, "%s", msg->text);
+}
+
+static const char *device_name(mp_device d)
+{
+    return d == MP_DEVICE_CPU ? "cpu" : "cuda:0";
+}
+
+mp_status mp_check_same_device(mp_tensor *const *ts, int n, mp_device dev, int allow_cpu_scalars)
+{
+    for (int i = 0; i < n; i++) {
+        const mp_tensor *t = ts[i];
+        if (!t || t->storage->device == dev)
+            continue;
+        if (allow_cpu_scalars && t->storage->device == MP_DEVICE_CPU &&
+            (t->ndim == 0 || t->wrapped_number))
+            continue;
+        mp_device a = dev, b = t->storage->device;
+        if (a != MP_DEVICE_CUDA) {      /* torch names the CUDA device first */
+            a = b;
+            b = dev;
+        }
+        return mp_error(MP_ERR_RUNTIME, "Expected all tensors to be on the same device, but "
+                        "found at least two devices, %s and %s!", device_name(a),
+                        device_name(b));
+    }
+    return MP_OK;
+}
+
+mp_status mp_require_host_(const char *op, const mp_tensor *const *ts, int n)
+{
+    if (mp_all_host(ts, n))
+        return MP_OK;
+    return mp_error(MP_ERR_NOT_IMPLEMENTED, "Could not run '%s' with arguments from the "
+                    "'CUDA' backend: mpamp runs this op on the CPU only so far (move its "
+                    "inputs with .cpu())", op);
+}
+
+mp_status mp_backend_copy_bytes(mp_device dst_dev, void *dst, mp_device src_dev,
+                                const void *src, size_t nbytes)
+{
+    mp_copy_kind kind = dst_dev == MP_DEVICE_CPU
+        ? (src_dev == MP_DEVICE_CPU ? MP_COPY_D2D : MP_COPY_D2H)
+        : (src_dev == MP_DEVICE_CPU ? MP_COPY_H2D : MP_COPY_D2D);
+    const mp_backend *b = mp_backend_get(dst_dev == MP_DEVICE_CPU ? src_dev : dst_dev);
+    if (!b)
+        return MP_ERR_NO_CUDA;
+    mp_msg msg;
+    mp_status st = b->memcpy(dst, src, nbytes, kind, &msg);
+    return st == MP_OK ? MP_OK : mp_backend_error(st, &msg);
+}
