@@ -39,7 +39,11 @@ def test_simulator_without_memory_has_no_device():
 
 def test_host_read_of_device_memory_faults():
     r = run_check("fault_host_read")
-    assert r.returncode == -signal.SIGSEGV, (r.returncode, r.stderr[-2000:])
+    # a plain build dies of the signal; under AddressSanitizer (CI's second run) its handler
+    # reports the SEGV and exits non-zero
+    asan = "AddressSanitizer: SEGV" in r.stderr
+    assert r.returncode == -signal.SIGSEGV or (asan and r.returncode != 0), \
+        (r.returncode, r.stderr[-2000:])
 
 
 def test_without_the_simulator_cuda_is_refused():
