@@ -93,6 +93,10 @@ static mp_status compute(int which, mp_tensor *a, mp_tensor *b, double alpha, mp
             st = mp_map_f64(*out, ex, 2, fns64[which], args);
         else
             st = mp_map(*out, ex, 2, fns[which], args);
+        if (st != MP_OK) {      /* operands on different devices */
+            mp_tensor_decref(*out);
+            *out = NULL;
+        }
     }
     mp_decref_all(ex, 2);
     return st;
