@@ -56,7 +56,7 @@ static int parse_dev(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, mp_
 static PyObject *f_empty(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_device dev;
-    if (check_nargs(nargs < 3 ? nargs : 2, 2, "_empty") < 0 || parse_dev(args, nargs, 2, &dev) < 0)
+    if (check_nargs(nargs == 3 ? 2 : nargs, 2, "_empty") < 0 || parse_dev(args, nargs, 2, &dev) < 0)
         return NULL;
     mp_tensor *t = new_empty(MSTATE(m), args[0], args[1], "empty", dev);
     return t ? mp_wrap(MSTATE(m), t) : NULL;
@@ -67,7 +67,7 @@ static PyObject *f_full(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_scalar v;
     mp_device dev;
-    if (check_nargs(nargs < 4 ? nargs : 3, 3, "_full") < 0 ||
+    if (check_nargs(nargs == 4 ? 3 : nargs, 3, "_full") < 0 ||
         parse_dev(args, nargs, 3, &dev) < 0 || mp_parse_scalar(args[1], "full", &v) < 0)
         return NULL;
     mp_tensor *t = new_empty(MSTATE(m), args[0], args[2], "full", dev);

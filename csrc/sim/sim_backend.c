@@ -96,12 +96,18 @@ static mp_status translate_iter(const mp_iter *it, mp_iter *rw, mp_msg *msg)
     return MP_OK;
 }
 
-static mp_status sim_map(const mp_map_kernel *k, mp_msg *msg)
+/* The checks every simulated kernel makes before running the CPU's on the alias. */
+static mp_status prepare(const mp_iter *it, mp_iter *rw, mp_msg *msg)
 {
     if (!usable(msg))
         return MP_ERR_CUDA;
+    return translate_iter(it, rw, msg);
+}
+
+static mp_status sim_map(const mp_map_kernel *k, mp_msg *msg)
+{
     mp_iter rw;
-    mp_status st = translate_iter(k->it, &rw, msg);
+    mp_status st = prepare(k->it, &rw, msg);
     if (st != MP_OK)
         return st;
     mp_map_kernel c = *k;
@@ -111,10 +117,8 @@ static mp_status sim_map(const mp_map_kernel *k, mp_msg *msg)
 
 static mp_status sim_copy(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg)
 {
-    if (!usable(msg))
-        return MP_ERR_CUDA;
     mp_iter rw;
-    mp_status st = translate_iter(it, &rw, msg);
+    mp_status st = prepare(it, &rw, msg);
     if (st != MP_OK)
         return st;
     return mp_backend_cpu()->copy(&rw, dst, src, msg);
@@ -122,10 +126,8 @@ static mp_status sim_copy(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg 
 
 static mp_status sim_fill(const mp_iter *it, mp_dtype dt, const void *pattern, mp_msg *msg)
 {
-    if (!usable(msg))
-        return MP_ERR_CUDA;
     mp_iter rw;
-    mp_status st = translate_iter(it, &rw, msg);
+    mp_status st = prepare(it, &rw, msg);
     if (st != MP_OK)
         return st;
     return mp_backend_cpu()->fill(&rw, dt, pattern, msg);
