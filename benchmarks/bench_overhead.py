@@ -1,5 +1,5 @@
-"""Per-call fixed cost from Python: a small elementwise op, a small linear with autograd
-recording, the same under autocast, and a full training step of the tiny model
+"""Per-call fixed cost from Python: a small elementwise op, a small sum, softmax and
+cross_entropy, a small linear with autograd recording, the same under autocast, and a full training step of the tiny model
 Linear(10,10) -> ReLU -> Linear(10,1) (batch 32, MSE, Adam),
 beside PyTorch's eager CPU figures measured in the same run.
 
@@ -67,8 +67,13 @@ def cases(lib, nn, autocast):
     def linear_plain_in_ctx():
         lin(x, w, bias)
 
+    t = lib.randint(0, 10, (32,))
+    F = nn.functional
     return {
         "elementwise a + b (16 floats)": lambda: a + b,
+        "sum of 16 floats": lambda: a.sum(),
+        "softmax 32x10 rows": lambda: F.softmax(x, -1),
+        "cross_entropy 32x10": lambda: F.cross_entropy(x, t),
         "linear 32x10 @ 10x10, records grad": lambda: lin(x, w, bias),
         "same, entering autocast(bf16) each call": linear_autocast,
         "tiny-model training step": tiny_model(lib, nn),

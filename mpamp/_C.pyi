@@ -386,6 +386,8 @@ def _amax(*args: Any, **kwargs: Any) -> Any:
     """_amax(input, dim, keepdim, is_min)"""
 def _amp_foreach_non_finite_check_and_unscale_(*args: Any, **kwargs: Any) -> Any:
     """Check grads for inf/NaN (found_inf = 1) and multiply them by inv_scale in place"""
+def _amp_inv_scale_(*args: Any, **kwargs: Any) -> Any:
+    """out = 1 / scale on the scale's device (reciprocal in double, stored as float32)"""
 def _amp_update_scale_(*args: Any, **kwargs: Any) -> Any:
     """torch's loss-scale update: backoff on inf, growth after growth_interval clean steps"""
 def _any_all(*args: Any, **kwargs: Any) -> Any:

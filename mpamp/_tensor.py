@@ -224,10 +224,14 @@ class Tensor(_C.TensorBase):
         return out
 
     def __reduce_ex__(self, protocol):
-        data = self.detach().contiguous()
+        """Pickles the values (copied to the host) with the device: a CUDA tensor unpickles
+        on CUDA again, as torch's."""
+        data = self.detach().cpu().contiguous()
         raw = bytes(_C._memoryview(data).cast("B")) if data.numel() else b""
-        return (_rebuild, (raw, repr(self.dtype).split(".")[-1], tuple(self.shape),
-                           self.requires_grad))
+        args = (raw, repr(self.dtype).split(".")[-1], tuple(self.shape), self.requires_grad)
+        if self.device.type != "cpu":
+            args += (str(self.device),)
+        return (_rebuild, args)
 
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
@@ -272,10 +276,12 @@ def _nest(flat, shape):
     return [_nest(flat[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])]
 
 
-def _rebuild(raw, dtype_name, shape, requires_grad):
+def _rebuild(raw, dtype_name, shape, requires_grad, device=None):
     t = _C._empty(shape, getattr(_C, dtype_name))
     if raw:
         _C._memoryview(t).cast("B")[:] = raw
+    if device is not None:
+        t = t.to(device)
     if requires_grad:
         t.requires_grad_(True)
     return t

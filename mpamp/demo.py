@@ -191,7 +191,7 @@ def train(kind, dtype, args, data):
     from mpamp import optim
     from mpamp.amp import GradScaler, autocast
     device = args.device
-    base = _in_use()
+    base = _in_use(device)
     mpamp.manual_seed(args.seed)
     model = make_model(kind, args.width).to(device)
     optimizer = optim.Adam(model.parameters(), lr=0.001)
@@ -211,10 +211,10 @@ def train(kind, dtype, args, data):
         optimizer.zero_grad()
         with autocast(device_type=device, dtype=low, enabled=low is not None):
             loss = criterion(model(x), y)
-            peak = max(peak, _in_use() - base)
+            peak = max(peak, _in_use(device) - base)
         scale = scaler.get_scale()
         scaler.scale(loss).backward()
-        peak = max(peak, _in_use() - base)
+        peak = max(peak, _in_use(device) - base)
         scaler.step(optimizer)
         scaler.update()
         if scaler.is_enabled() and scaler.get_scale() < scale:
@@ -232,7 +232,10 @@ def train(kind, dtype, args, data):
             "curve": losses}, model
 
 
-def _in_use():
+def _in_use(device):
+    """Bytes the allocator of the training device holds in use."""
+    if str(device).startswith("cuda"):
+        return mpamp.cuda.memory_allocated()
     return mpamp.backends.cpu.allocator_stats().get("in_use_bytes", 0)
 
 

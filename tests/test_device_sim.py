@@ -26,7 +26,15 @@ def run_check(name, mb="1024"):
 @pytest.mark.parametrize("name", ["check_roundtrip", "check_maps_bit_identical",
                                   "check_autograd_across_devices", "check_errors",
                                   "check_queries", "check_out_of_memory", "check_fork_refuses",
-                                  "check_host_pointer_refused"])
+                                  "check_host_pointer_refused",
+                                  "check_device_kernels_bit_identical",
+                                  "check_amp_training_matches_cpu",
+                                  "check_fused_amp_step_makes_no_device_to_host_copy",
+                                  "check_optimizer_state_follows_parameters",
+                                  "check_device_kernel_errors",
+                                  "check_serialization_of_cuda_tensors",
+                                  "check_transformer_ops_bit_identical",
+                                  "check_gpt_training_matches_cpu"])
 def test_sim(name):
     r = run_check(name)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
@@ -61,3 +69,48 @@ def test_without_the_simulator_cuda_is_refused():
         _C._empty((2,), None, 1)
     with pytest.raises(RuntimeError, match="needs the simulated GPU"):
         mpamp.cuda.sim_stats()
+
+
+def _run_example(script, cwd, sim):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("MPAMP_CUDA_SIM", None)
+    if sim:
+        env["MPAMP_CUDA_SIM"] = "1"
+    os.makedirs(cwd)
+    return subprocess.run([sys.executable, os.path.join(ROOT, "examples", script)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("script,checkpoint", [("train_fp16.py", "model_fp16.pth"),
+                                               ("train_bf16.py", "model_bfloat16.pth")])
+def test_document_programs_run_unmodified_on_the_simulated_gpu(tmp_path, script, checkpoint):
+    """The document's programs (.cuda(), torch.cuda.amp spellings, is_bf16_supported()) pick
+    the simulated GPU, train there, and print the CPU run's losses digit for digit: the same
+    dtypes and casts run on the device's kernels."""
+    import mpamp
+    sim = _run_example(script, str(tmp_path / "sim"), True)
+    cpu = _run_example(script, str(tmp_path / "cpu"), False)
+    assert sim.returncode == 0 and cpu.returncode == 0, sim.stderr + cpu.stderr
+    assert "Training on cuda" in sim.stdout and "Training on cpu" in cpu.stdout
+    assert "Warning" not in sim.stderr, sim.stderr     # autocast and GradScaler are enabled
+    epochs = [line for line in sim.stdout.splitlines() if line.startswith("Epoch ")]
+    assert len(epochs) == 10
+    assert epochs == [line for line in cpu.stdout.splitlines() if line.startswith("Epoch ")]
+    saved = mpamp.load(tmp_path / "sim" / checkpoint, map_location="cpu")
+    want = mpamp.load(tmp_path / "cpu" / checkpoint)
+    assert list(saved) == list(want)
+    for k in want:
+        assert saved[k].numpy().tobytes() == want[k].numpy().tobytes(), k
+    with pytest.raises(RuntimeError, match="map_location='cpu'"):
+        mpamp.load(tmp_path / "sim" / checkpoint)        # saved on cuda, no GPU here
+
+
+def test_demo_picks_the_simulated_gpu(tmp_path):
+    env = dict(os.environ, MPAMP_CUDA_SIM="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "mpamp.demo", "--steps", "12", "--width", "16",
+                        "--batch-size", "32", "--no-progress", "--out", str(tmp_path)],
+                       cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert " on cuda (" in r.stdout.splitlines()[0], r.stdout
+    assert "fp16" in r.stdout and "bf16" in r.stdout

@@ -132,6 +132,30 @@ static PyObject *f_unscale(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
+/* (out, scale): out = 1 / scale on the scale's device (reciprocal in double, as torch) */
+static PyObject *f_inv_scale(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *fn = "_amp_inv_scale_";
+    mp_state *s = mp_state_of_module(m);
+    mp_tensor *t[2];
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 2 positional arguments", fn);
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        if (opt_tensor(s, args[i], fn, i ? "scale" : "out", &t[i]) < 0)
+            return NULL;
+    if (!t[0] || !t[1]) {
+        PyErr_Format(PyExc_TypeError, "%s(): expected two tensors", fn);
+        return NULL;
+    }
+    mp_status st = mp_scaler_inv_scale(t[0], t[1]);
+    if (st != MP_OK)
+        return mp_raise(st);
+    Py_INCREF(args[0]);
+    return args[0];
+}
+
 /* (scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval) */
 static PyObject *f_update_scale(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -253,7 +277,9 @@ static PyObject *f_fused_sgd(PyObject *m, PyObject *const *args, Py_ssize_t narg
 }
 
 /* group (8 args), exp_avgs, exp_avg_sqs, max_exp_avg_sqs|None, beta1, beta2, eps,
- * weight_decay, step_size, bias_correction2_sqrt, decay, decoupled, amsgrad, maximize
+ * weight_decay, step_size, bias_correction2_sqrt, decay, decoupled, amsgrad, maximize,
+ * [state_steps|None, lr]: with state_steps (1-element fp32 tensors on the parameters'
+ * device) the kernel increments them and derives step_size and bias_correction2_sqrt itself
  * -> Philox blocks used */
 static PyObject *f_fused_adam(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -263,11 +289,15 @@ static PyObject *f_fused_adam(PyObject *m, PyObject *const *args, Py_ssize_t nar
     mp_optim_group grp;
     float fv[7];
     int fl[3];
-    if (nargs != 21) {
-        PyErr_Format(PyExc_TypeError, "%s() takes 21 positional arguments", fn);
+    if (nargs != 21 && nargs != 23) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 21 or 23 positional arguments", fn);
         return NULL;
     }
+    tlist steps = {NULL, NULL, 0};
     if (floats(args + 11, 7, fv) < 0 || flags(args + 18, 3, fl) < 0)
+        return NULL;
+    mp_adam_steps rule = {NULL, 0.0, PyFloat_AsDouble(args[11]), PyFloat_AsDouble(args[12])};
+    if (nargs == 23 && ((rule.lr = PyFloat_AsDouble(args[22])) == -1.0 && PyErr_Occurred()))
         return NULL;
     mp_adam_hyper h = {fv[0], fv[1], fv[2], fv[3], fv[4], fv[5], fv[6], fl[0], fl[1], fl[2],
                        (float)(1.0 - PyFloat_AsDouble(args[11])),
@@ -281,12 +311,18 @@ static PyObject *f_fused_adam(PyObject *m, PyObject *const *args, Py_ssize_t nar
         if (tlist_parse(s, args[8 + k], fn, names[k], k == 2, &st3[k]) < 0 ||
             check_len(&st3[k], p.n, fn) < 0)
             st = (mp_status)-1;
+    if (st == MP_OK && nargs == 23 &&
+        (tlist_parse(s, args[21], fn, "state_steps", 1, &steps) < 0 ||
+         check_len(&steps, p.n, fn) < 0))
+        st = (mp_status)-1;
+    rule.t = steps.arr;
     if (st == MP_OK) {
         Py_BEGIN_ALLOW_THREADS
-        st = mp_optim_adam_step(&grp, st3[0].arr, st3[1].arr, st3[2].arr, &h, &used);
+        st = mp_optim_adam_step(&grp, st3[0].arr, st3[1].arr, st3[2].arr, &h,
+                                steps.arr ? &rule : NULL, &used);
         Py_END_ALLOW_THREADS
     }
-    tlist_free(&p), tlist_free(&g), tlist_free(&mst);
+    tlist_free(&p), tlist_free(&g), tlist_free(&mst), tlist_free(&steps);
     for (int k = 0; k < 3; k++)
         tlist_free(&st3[k]);
     if (st == (mp_status)-1)
@@ -409,6 +445,8 @@ PyMethodDef mp_optim_functions[] = {
      "Check grads for inf/NaN (found_inf = 1) and multiply them by inv_scale in place"},
     {"_amp_update_scale_", FN(f_update_scale), METH_FASTCALL,
      "torch's loss-scale update: backoff on inf, growth after growth_interval clean steps"},
+    {"_amp_inv_scale_", FN(f_inv_scale), METH_FASTCALL,
+     "out = 1 / scale on the scale's device (reciprocal in double, stored as float32)"},
     {"_fused_sgd_", FN(f_fused_sgd), METH_FASTCALL, "Fused multi-tensor SGD step"},
     {"_fused_adam_", FN(f_fused_adam), METH_FASTCALL, "Fused multi-tensor Adam/AdamW step"},
     {"_fused_rmsprop_", FN(f_fused_rmsprop), METH_FASTCALL, "Fused multi-tensor RMSprop step"},

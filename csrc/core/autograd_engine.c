@@ -271,7 +271,8 @@ static mp_status seed_roots(engine *e, mp_tensor *const *roots, mp_tensor *const
             if (mp_tensor_numel(root) != 1)
                 return mp_error(MP_ERR_RUNTIME, "grad can be implicitly created only for "
                                 "scalar outputs");
-            mp_status st = mp_tensor_full(root->shape, root->ndim, root->dtype, 1.0, &own);
+            mp_status st = mp_tensor_full_on(root->shape, root->ndim, root->dtype, 1.0,
+                                             root->storage->device, &own);
             if (st != MP_OK)
                 return st;
             g = own;

@@ -64,6 +64,21 @@ static void cpu_stats(mp_device_stats *out)
     out->cache_hits = s.cache_hits;
 }
 
+static mp_status cpu_launch(const mp_buf_kernel *k, mp_msg *msg)
+{
+    return k->run(k->ptr, k->args, msg);
+}
+
+static mp_status cpu_iter(const mp_iter_kernel *k, mp_msg *msg)
+{
+    (void)msg;
+    if (k->grain > 0)
+        mp_iter_run_parallel(k->it, k->fn, k->ctx, k->grain);
+    else
+        mp_iter_run(k->it, k->fn, k->ctx);
+    return MP_OK;
+}
+
 static const mp_backend cpu = {
     .name = "cpu",
     .device = MP_DEVICE_CPU,
@@ -79,6 +94,8 @@ static const mp_backend cpu = {
     .map = mp_cpu_map_kernel,
     .copy = mp_cpu_copy_kernel,
     .fill = mp_cpu_fill_kernel,
+    .launch = cpu_launch,
+    .iter = cpu_iter,
 };
 
 const mp_backend *mp_backend_cpu(void)
@@ -172,6 +189,20 @@ static mp_status gpu_fill(const mp_iter *it, mp_dtype dt, const void *pattern, m
     return gpu_no_kernels(msg);
 }
 
+static mp_status gpu_launch(const mp_buf_kernel *k, mp_msg *msg)
+{
+    snprintf(msg->text, sizeof msg->text, "the '%s' kernel has no CUDA implementation in "
+             "mpamp yet; run it on the CPU or under the simulated GPU (MPAMP_CUDA_SIM=1)",
+             mp_kernel_name(k->id));
+    return MP_ERR_NOT_IMPLEMENTED;
+}
+
+static mp_status gpu_iter(const mp_iter_kernel *k, mp_msg *msg)
+{
+    mp_buf_kernel b = {.id = k->id};
+    return gpu_launch(&b, msg);
+}
+
 static const mp_backend gpu = {
     .name = "cuda",
     .device = MP_DEVICE_CUDA,
@@ -187,7 +218,107 @@ static const mp_backend gpu = {
     .map = gpu_map,
     .copy = gpu_copy,
     .fill = gpu_fill,
+    .launch = gpu_launch,
+    .iter = gpu_iter,
 };
+
+/* ---- kernels ---- */
+
+const char *mp_kernel_name(mp_kernel_id id)
+{
+    static const char *const names[MP_KERNEL_COUNT] = {
+        [MP_KERNEL_GEMM] = "gemm", [MP_KERNEL_SCALE] = "scale", [MP_KERNEL_SUM] = "sum",
+        [MP_KERNEL_SUM_STORE] = "sum_store", [MP_KERNEL_OPTIM] = "optimizer_step",
+        [MP_KERNEL_UNSCALE] = "unscale", [MP_KERNEL_SCALE_UPDATE] = "update_scale",
+        [MP_KERNEL_INV_SCALE] = "inv_scale",
+        [MP_KERNEL_ROWS] = "rows", [MP_KERNEL_LOSS] = "pointwise_loss",
+        [MP_KERNEL_LOSS_GRAD] = "pointwise_loss_backward",
+        [MP_KERNEL_LOSS_REDUCE] = "loss_reduce", [MP_KERNEL_COMPARE] = "compare",
+        [MP_KERNEL_CLASSIFY] = "classify", [MP_KERNEL_INT_POW] = "int_pow",
+        [MP_KERNEL_MASK] = "mask", [MP_KERNEL_EMBEDDING] = "embedding",
+        [MP_KERNEL_EMBEDDING_BACKWARD] = "embedding_backward",
+        [MP_KERNEL_DROPOUT] = "dropout", [MP_KERNEL_NLL] = "nll_loss",
+        [MP_KERNEL_NLL_BACKWARD] = "nll_loss_backward"};
+    return (unsigned)id < MP_KERNEL_COUNT && names[id] ? names[id] : "unknown";
+}
+
+mp_status mp_launch(mp_device dev, const mp_buf_kernel *k)
+{
+    const mp_backend *b = mp_backend_get(dev);
+    if (!b)
+        return MP_ERR_NO_CUDA;
+    mp_msg msg;
+    msg.text[0] = 0;
+    mp_status st = b->launch(k, &msg);
+    if (st != MP_OK && msg.text[0])
+        return mp_backend_error(st, &msg);
+    return st;
+}
+
+mp_status mp_launch_iter(mp_device dev, const mp_iter_kernel *k)
+{
+    const mp_backend *b = mp_backend_get(dev);
+    if (!b)
+        return MP_ERR_NO_CUDA;
+    mp_msg msg;
+    msg.text[0] = 0;
+    mp_status st = b->iter(k, &msg);
+    return st == MP_OK ? MP_OK : mp_backend_error(st, &msg);
+}
+
+void mp_tensor_byte_extent(const mp_tensor *t, int64_t *lo, int64_t *hi)
+{
+    int64_t l = 0, h = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0) {
+            *lo = *hi = 0;
+            return;
+        }
+        int64_t span = t->strides[d] * (t->shape[d] - 1);
+        if (span < 0)
+            l += span;
+        else
+            h += span;
+    }
+    int64_t es = (int64_t)mp_dtype_size(t->dtype);
+    *lo = l * es;
+    *hi = h * es;
+}
+
+mp_status mp_launch_tensors(mp_device dev, mp_kernel_id id, int n, mp_tensor *const *ts,
+                            mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg),
+                            const void *args)
+{
+    void *ptr[MP_KERNEL_STACK_BUFS];
+    int64_t lo[MP_KERNEL_STACK_BUFS], hi[MP_KERNEL_STACK_BUFS];
+    if (n > MP_KERNEL_STACK_BUFS)
+        return mp_error(MP_ERR_VALUE, "a kernel over %d tensors (at most %d)", n,
+                        MP_KERNEL_STACK_BUFS);
+    for (int i = 0; i < n; i++) {
+        ptr[i] = ts[i] ? mp_tensor_data(ts[i]) : NULL;
+        lo[i] = hi[i] = 0;
+        if (ts[i])
+            mp_tensor_byte_extent(ts[i], &lo[i], &hi[i]);
+    }
+    mp_buf_kernel k = {id, n, ptr, lo, hi, run, args};
+    return mp_launch(dev, &k);
+}
+
+mp_status mp_launch_bufs(mp_device dev, mp_kernel_id id, int n, void *const *ptr,
+                         const int64_t *nbytes,
+                         mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg),
+                         const void *args)
+{
+    int64_t zero[MP_KERNEL_STACK_BUFS] = {0};
+    int64_t *lo = n <= MP_KERNEL_STACK_BUFS ? zero : calloc((size_t)n, sizeof(int64_t));
+    if (!lo)
+        return mp_error(MP_ERR_NOMEM, "out of memory for a kernel launch");
+    mp_buf_kernel k = {id, n, ptr, lo, nbytes, run, args};
+    mp_status st = mp_launch(dev, &k);
+    if (lo != zero)
+        free(lo);
+    return st;
+}
 
 /* ---- registry ---- */
 

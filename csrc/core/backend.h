@@ -41,6 +41,62 @@ typedef struct {
     int64_t grain;
 } mp_map_kernel;
 
+/* Kernels that are not maps, copies or fills, by name: a GPU backend selects its kernel by id
+ * (and reads the id's argument block), the CPU and the simulator run the CPU function the
+ * descriptor carries. */
+typedef enum {
+    MP_KERNEL_GEMM = 0,        /* matmul_core.c: mp_gemm_plan */
+    MP_KERNEL_SCALE,           /* matmul_core.c: c *= beta over a contiguous span */
+    MP_KERNEL_SUM,             /* reduce.c: accumulate an input into a double/int64 buffer */
+    MP_KERNEL_SUM_STORE,       /* reduce.c: round the accumulator into the output dtype */
+    MP_KERNEL_OPTIM,           /* optim.c: one fused multi-tensor optimizer step */
+    MP_KERNEL_UNSCALE,         /* scaler.c: multi-tensor unscale + inf/NaN check */
+    MP_KERNEL_SCALE_UPDATE,    /* scaler.c: torch's _amp_update_scale_ */
+    MP_KERNEL_INV_SCALE,       /* scaler.c: 1 / scale in double, stored as fp32 */
+    MP_KERNEL_ROWS,            /* rows.c: a row function over rows of a contiguous buffer */
+    MP_KERNEL_LOSS,            /* ops_loss.c: pointwise loss values */
+    MP_KERNEL_LOSS_GRAD,       /* ops_loss.c: their gradient */
+    MP_KERNEL_LOSS_REDUCE,     /* ops_loss.c: sum or mean of fp32 losses into one element */
+    MP_KERNEL_COMPARE,         /* ops_compare.c: eq/ne/lt/le/gt/ge into bool */
+    MP_KERNEL_CLASSIFY,        /* ops_compare.c: isnan/isinf/isfinite/isposinf/isneginf */
+    MP_KERNEL_INT_POW,         /* ops_pow.c: integer pow */
+    MP_KERNEL_MASK,            /* ops_mask.c: masked_fill / tril / triu rows */
+    MP_KERNEL_EMBEDDING,       /* ops_shape.c: row gather (indices checked in the kernel) */
+    MP_KERNEL_EMBEDDING_BACKWARD, /* ops_shape.c: rows scatter-added in index order */
+    MP_KERNEL_DROPOUT,         /* ops_shape.c: Philox mask times 1/(1-p) */
+    MP_KERNEL_NLL,             /* ops_loss_nll.c: per-row nll/cross_entropy + weight sum */
+    MP_KERNEL_NLL_BACKWARD,    /* ops_loss_nll.c: its gradient rows */
+    MP_KERNEL_COUNT
+} mp_kernel_id;
+
+/* Name of a kernel id for messages ("gemm", ...). */
+const char *mp_kernel_name(mp_kernel_id id);
+
+/* A kernel over raw buffers. ptr[i] is a device address whose bytes [lo[i], hi[i]) the kernel
+ * may touch; the simulator checks each extent and hands `run` its read-write alias, the CPU
+ * hands the pointers over as they are. args holds everything else (sizes, strides, dtypes,
+ * hyper-parameters) and is the same for every backend. */
+#define MP_KERNEL_STACK_BUFS 8
+typedef struct {
+    mp_kernel_id id;
+    int nbuf;
+    void *const *ptr;
+    const int64_t *lo, *hi;
+    mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg);
+    const void *args;
+} mp_buf_kernel;
+
+/* A CPU iterator function over iterator metadata (operand bases are device addresses; the
+ * simulator rewrites them, as for maps). grain > 0 runs it in parallel (mp_iter_run_parallel).
+ * ctx must not hold device addresses: only the iterator's operands are translated. */
+typedef struct {
+    mp_kernel_id id;
+    const mp_iter *it;
+    mp_iter_fn fn;
+    void *ctx;
+    int64_t grain;
+} mp_iter_kernel;
+
 typedef struct mp_backend {
     const char *name;               /* "cpu", "cuda", "cuda-sim" */
     mp_device device;
@@ -61,7 +117,31 @@ typedef struct mp_backend {
     mp_status (*copy)(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg);
     /* it: one operand; pattern holds one element of dt */
     mp_status (*fill)(const mp_iter *it, mp_dtype dt, const void *pattern, mp_msg *msg);
+    mp_status (*launch)(const mp_buf_kernel *k, mp_msg *msg);
+    mp_status (*iter)(const mp_iter_kernel *k, mp_msg *msg);
 } mp_backend;
+
+/* Runs k on the backend of device dev (the core's error state set on failure). */
+mp_status mp_launch(mp_device dev, const mp_buf_kernel *k);
+mp_status mp_launch_iter(mp_device dev, const mp_iter_kernel *k);
+/* The bytes [lo, hi) around t's data pointer that t's elements occupy (strides of any sign;
+ * an empty tensor gives [0, 0)). */
+void mp_tensor_byte_extent(const mp_tensor *t, int64_t *lo, int64_t *hi);
+/* A buffer kernel over n tensors (NULL entries allowed: absent buffers), each buffer its
+ * tensor's data pointer with the extent of its elements. */
+mp_status mp_launch_tensors(mp_device dev, mp_kernel_id id, int n, mp_tensor *const *ts,
+                            mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg),
+                            const void *args);
+/* An iterator kernel over tensors: ops[0] the output, whose device runs it; a host scalar input
+ * (a 0-d CPU tensor or a Python number, broadcast) is moved there first, any other operand
+ * elsewhere is torch's mixed-device error. elementwise.c. */
+mp_status mp_run_iter(mp_kernel_id id, mp_tensor *const *ops, int n, mp_iter_fn fn, void *ctx,
+                      int64_t grain);
+/* The usual launch of a kernel over n buffers with extents [0, nbytes[i]) each. */
+mp_status mp_launch_bufs(mp_device dev, mp_kernel_id id, int n, void *const *ptr,
+                         const int64_t *nbytes,
+                         mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg),
+                         const void *args);
 
 /* The CPU kernels behind the CPU backend's map, copy and fill (elementwise.c, copy.c). */
 mp_status mp_cpu_map_kernel(const mp_map_kernel *k, mp_msg *msg);

@@ -195,6 +195,33 @@ static mp_status scalar_to_device(mp_tensor *t, mp_device dev, mp_tensor **out)
     return *out ? MP_OK : MP_ERR_NOMEM;
 }
 
+mp_status mp_run_iter(mp_kernel_id id, mp_tensor *const *ops, int n, mp_iter_fn fn, void *ctx,
+                      int64_t grain)
+{
+    mp_device dev = ops[0]->storage->device;
+    mp_tensor *use[MP_ITER_MAX_OPS], *moved[MP_ITER_MAX_OPS] = {NULL};
+    mp_status st = MP_OK;
+    for (int i = 0; i < n && st == MP_OK; i++) {
+        use[i] = ops[i];
+        if (ops[i]->storage->device == dev)
+            continue;
+        if (i > 0 && dev != MP_DEVICE_CPU && host_scalar(ops[i]))
+            st = scalar_to_device(ops[i], dev, &moved[i]);
+        else
+            st = mp_check_same_device(&ops[i], 1, dev, 0);
+        if (moved[i])
+            use[i] = moved[i];
+    }
+    if (st == MP_OK) {
+        mp_iter it;
+        mp_iter_init(&it, use, n);
+        mp_iter_kernel k = {id, &it, fn, ctx, grain};
+        st = mp_launch_iter(dev, &k);
+    }
+    mp_decref_all(moved, n);
+    return st;
+}
+
 /* A map whose output or inputs are not all on the CPU: operands on the output's device (host
  * scalars moved there), then the device's kernel. */
 static mp_status map_on_device(mp_map_kernel *k, mp_tensor *out, mp_tensor *const *ins)

@@ -291,7 +291,10 @@ static int is_broadcast_value(const mp_tensor *res)
 
 static mp_status write_bump(mp_tensor *a, mp_tensor *res)
 {
-    mp_status st = is_broadcast_value(res) && res->dtype == a->dtype
+    /* a broadcast host value is a fill; a device one is copied there (reading it on the host
+     * would cost a device-to-host copy) */
+    mp_status st = is_broadcast_value(res) && res->dtype == a->dtype &&
+                           res->storage->device == MP_DEVICE_CPU
                        ? mp_tensor_fill_(a, mp_tensor_get_item(res, 0))
                        : mp_tensor_copy_(a, res);
     if (st == MP_OK && !a->version_exempt)

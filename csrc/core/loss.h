@@ -14,6 +14,10 @@ mp_status mp_loss_dense(mp_tensor *t, const int64_t *shape, int nd, mp_tensor **
  * double sum (divided by denom for 'mean'), rounded once. */
 mp_status mp_loss_reduce(mp_tensor *l, int reduction, double denom, mp_dtype dt,
                          mp_tensor **out);
+/* The same with the 'mean' denominator on l's device: one double held in denom (an 8-byte
+ * element tensor), read by the kernel (nll_loss's weight sum: no host copy). */
+mp_status mp_loss_reduce_by(mp_tensor *l, int reduction, mp_tensor *denom, mp_dtype dt,
+                            mp_tensor **out);
 /* For 'mean'/'sum' the gradient is one number: g (divided by denom for 'mean'). */
 mp_status mp_loss_grad_scale(mp_tensor *g, int reduction, double denom, float *scale);
 

@@ -81,7 +81,6 @@ static mp_status gemm_operand(mp_tensor *t, mp_dtype wt, mp_tensor **out)
 mp_status mp_matmul_batch_shape(const mp_tensor *a, const mp_tensor *b, const char *op,
                                 int64_t *bshape, int *nb)
 {
-    MP_HOST_ONLY("matmul_batch_shape", a, b);
     mp_status st = mp_broadcast_shapes(a->shape, a->ndim - 2, b->shape, b->ndim - 2, bshape,
                                        nb);
     if (st != MP_OK) {
@@ -137,10 +136,14 @@ static void simplify_plan(mm_plan *p)
     }
 }
 
-static mp_status run_plan(const mm_plan *p)
+/* The GEMM kernel (MP_KERNEL_GEMM): buffers A, B, C and the bias (NULL entries allowed),
+ * args the plan (whose own pointers the kernel ignores). */
+static mp_status run_plan(void *const *buf, const void *args, mp_msg *msg)
 {
+    const mm_plan *p = args;
     int64_t idx[MP_MAX_DIMS] = {0}, total = 1;
     size_t ea = mp_dtype_size(p->adt), eb = mp_dtype_size(p->bdt), ec = mp_dtype_size(p->wt);
+    char *pa = buf[0], *pb = buf[1], *pc = buf[2];
     for (int d = 0; d < p->nb; d++)
         total *= p->bshape[d];
     for (int64_t t = 0; t < total; t++) {
@@ -153,25 +156,62 @@ static mp_status run_plan(const mm_plan *p)
         int add = p->accumulate || revisit;
         if (p->wt == MP_DTYPE_INT64) {
             mp_gemm_i64(p->ta, p->tb, p->m, p->n, p->k, (int64_t)p->alpha,
-                        (const int64_t *)p->pa + oa, p->lda, (const int64_t *)p->pb + ob,
-                        p->ldb, add, (int64_t *)p->pc + oc, p->n);
+                        (const int64_t *)(void *)pa + oa, p->lda,
+                        (const int64_t *)(void *)pb + ob, p->ldb, add,
+                        (int64_t *)(void *)pc + oc, p->n);
         } else {
             mp_gemm_args g = mp_gemm_plain(p->ta, p->tb, p->m, p->n, p->k,
-                                           p->pa + (size_t)oa * ea, p->lda,
-                                           p->pb + (size_t)ob * eb, p->ldb,
-                                           p->pc + (size_t)oc * ec, p->n);
+                                           pa + (size_t)oa * ea, p->lda,
+                                           pb + (size_t)ob * eb, p->ldb,
+                                           pc + (size_t)oc * ec, p->n);
             g.a_dtype = p->adt, g.b_dtype = p->bdt, g.c_dtype = p->wt;
             g.alpha = (float)p->alpha;
             g.beta = add ? 1.0f : 0.0f;
-            g.bias = p->bias, g.bias_dtype = p->bias_dt;
+            g.bias = p->bias ? buf[3] : NULL, g.bias_dtype = p->bias_dt;
             g.bias_stride = p->bias_stride, g.bias_scale = p->bias_scale;
-            if (mp_gemm(&g) != MP_OK)
-                return mp_error(MP_ERR_NOMEM, "out of memory for the matmul packing buffers");
+            if (mp_gemm(&g) != MP_OK) {
+                snprintf(msg->text, sizeof msg->text,
+                         "out of memory for the matmul packing buffers");
+                return MP_ERR_NOMEM;
+            }
         }
         for (int d = p->nb - 1; d >= 0 && ++idx[d] == p->bshape[d]; d--)
             idx[d] = 0;
     }
     return MP_OK;
+}
+
+/* Byte extent [*lo, *hi) of a matrix operand: rows x cols elements of size es with leading
+ * dimension ld (row-major unless trans), at every batch offset of the plan (strides s). */
+static void extent(const mm_plan *p, const int64_t *s, int64_t rows, int64_t cols, int trans,
+                   int64_t ld, size_t es, int64_t *lo, int64_t *hi)
+{
+    int64_t l = 0, h = trans ? (cols - 1) * ld + rows : (rows - 1) * ld + cols;
+    for (int d = 0; d < p->nb; d++) {
+        int64_t span = s[d] * (p->bshape[d] - 1);
+        if (span < 0)
+            l += span;
+        else
+            h += span;
+    }
+    *lo = l * (int64_t)es;
+    *hi = h * (int64_t)es;
+}
+
+static mp_status launch_plan(mp_device dev, const mm_plan *p)
+{
+    void *buf[4] = {p->pa, p->pb, p->pc, (void *)p->bias};
+    int64_t lo[4] = {0}, hi[4] = {0};
+    extent(p, p->sa, p->m, p->k, p->ta, p->lda, mp_dtype_size(p->adt), &lo[0], &hi[0]);
+    extent(p, p->sb, p->k, p->n, p->tb, p->ldb, mp_dtype_size(p->bdt), &lo[1], &hi[1]);
+    extent(p, p->sc, p->m, p->n, 0, p->n, mp_dtype_size(p->wt), &lo[2], &hi[2]);
+    if (p->bias) {
+        int64_t b = p->bias_stride * (p->n - 1) * (int64_t)mp_dtype_size(p->bias_dt);
+        lo[3] = b < 0 ? b : 0;
+        hi[3] = (b > 0 ? b : 0) + (int64_t)mp_dtype_size(p->bias_dt);
+    }
+    mp_buf_kernel k = {MP_KERNEL_GEMM, 4, buf, lo, hi, run_plan, p};
+    return mp_launch(dev, &k);
 }
 
 /* c (contiguous, batch dims broadcasting to a's and b's) (+)= alpha * a @ b (+ the fused
@@ -196,7 +236,7 @@ static mp_status matmul_into(mp_tensor *c, mp_tensor *a, mp_tensor *b, double al
         return MP_OK;
     if (total == 0 || (p.k == 0 && !p.bias)) {
         if (!accumulate)
-            memset(mp_tensor_data(c), 0, (size_t)mp_tensor_numel(c) * mp_dtype_size(c->dtype));
+            return mp_tensor_fill_(c, (mp_scalar){0.0, 0, mp_dtype_is_integral(c->dtype)});
         return MP_OK;
     }
     mp_tensor *fa = NULL, *fb = NULL;
@@ -214,11 +254,35 @@ static mp_status matmul_into(mp_tensor *c, mp_tensor *a, mp_tensor *b, double al
         p.alpha = alpha;
         p.accumulate = accumulate;
         simplify_plan(&p);
-        st = run_plan(&p);
+        st = launch_plan(c->storage->device, &p);
     }
     mp_tensor_decref(fa);
     mp_tensor_decref(fb);
     return st;
+}
+
+/* The MP_KERNEL_SCALE kernel: n contiguous int64 or fp32 values of buffer 0 times beta
+ * (int64 wraps, as torch's). */
+typedef struct {
+    int64_t n;
+    mp_dtype dt;
+    double beta;
+} scale_args;
+
+static mp_status run_scale(void *const *buf, const void *args, mp_msg *msg)
+{
+    const scale_args *a = args;
+    (void)msg;
+    if (a->dt == MP_DTYPE_INT64) {
+        int64_t *d = buf[0];
+        for (int64_t i = 0; i < a->n; i++)
+            d[i] = (int64_t)((uint64_t)d[i] * (uint64_t)(int64_t)a->beta);
+    } else {
+        float *d = buf[0], fb = (float)a->beta;
+        for (int64_t i = 0; i < a->n; i++)
+            d[i] *= fb;
+    }
+    return MP_OK;
 }
 
 /* c = beta * bias (broadcast to c's shape); *used says whether c now holds anything. */
@@ -235,16 +299,12 @@ static mp_status init_with_bias(mp_tensor *c, mp_tensor *bias, double beta, cons
     }
     if (beta != 0.0) {
         st = mp_tensor_copy_(c, bx);
-        int64_t n = mp_tensor_numel(c);
-        if (st == MP_OK && beta != 1.0 && c->dtype == MP_DTYPE_INT64) {
-            int64_t *d = mp_tensor_data(c);
-            for (int64_t i = 0; i < n; i++)
-                d[i] = (int64_t)((uint64_t)d[i] * (uint64_t)(int64_t)beta);
-        } else if (st == MP_OK && beta != 1.0) {
-            float *d = mp_tensor_data(c), fb = (float)beta;
-            for (int64_t i = 0; i < n; i++)
-                d[i] *= fb;
-        }
+        scale_args a = {mp_tensor_numel(c), c->dtype, beta};
+        void *buf[1] = {mp_tensor_data(c)};
+        int64_t nbytes[1] = {a.n * (int64_t)mp_dtype_size(c->dtype)};
+        if (st == MP_OK && beta != 1.0)
+            st = mp_launch_bufs(c->storage->device, MP_KERNEL_SCALE, 1, buf, nbytes,
+                                run_scale, &a);
         *used = st == MP_OK;
     }
     mp_tensor_decref(bx);
@@ -289,7 +349,11 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
                             const int64_t *pshape, int pnd, mp_dtype dt, const char *op,
                             mp_tensor **out)
 {
-    MP_HOST_ONLY("matmul_product", a, b, bias);
+    mp_tensor *const devs[3] = {a, b, bias};
+    mp_device dev = mp_any_device(devs, 3);
+    mp_status st = mp_check_same_device(devs, 3, dev, 0);
+    if (st != MP_OK)
+        return st;
     mm_plan fused = {0};
     int direct = mp_dtype_is_float(dt) && no_batch_sum(a, b, pshape, pnd) && ond == pnd &&
                  !memcmp(oshape, pshape, sizeof(int64_t) * (size_t)ond);
@@ -305,7 +369,7 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
     mp_dtype wt = direct ? dt : mp_dtype_is_integral(dt) ? MP_DTYPE_INT64 : MP_DTYPE_FLOAT32;
     mp_tensor *c = NULL, *cv = NULL;
     int accumulate = 0;
-    mp_status st = mp_tensor_empty(oshape, ond, wt, MP_DEVICE_CPU, &c);
+    st = mp_tensor_empty(oshape, ond, wt, dev, &c);
     if (st == MP_OK && bias && !direct)
         st = init_with_bias(c, bias, beta, op, &accumulate);
     int64_t pstrides[MP_MAX_DIMS];

@@ -185,7 +185,6 @@ static mp_status where_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_where(mp_tensor *cond, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
-    MP_HOST_ONLY("where", cond, a, b);
     /* a uint8 condition is torch's deprecated byte mask (the bindings warn) */
     if (cond->dtype != MP_DTYPE_BOOL && cond->dtype != MP_DTYPE_UINT8)
         return mp_error(MP_ERR_RUNTIME, "where expected condition to be a boolean tensor, but "

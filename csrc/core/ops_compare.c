@@ -73,7 +73,6 @@ static void cmp_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
 
 mp_status mp_op_compare(mp_cmp_op op, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
-    MP_HOST_ONLY("compare", a, b);   /* cmp_run is a host kernel outside the backend */
     if ((int)op < 0 || op >= MP_CMP_COUNT)
         return mp_error(MP_ERR_VALUE, "unknown comparison %d", (int)op);
     mp_tensor *in[2] = {a, b}, *ex[2];
@@ -87,9 +86,11 @@ mp_status mp_op_compare(mp_cmp_op op, mp_tensor *a, mp_tensor *b, mp_tensor **ou
     st = mp_tensor_empty(shape, nd, MP_DTYPE_BOOL, mp_any_device(in, 2), out);
     if (st == MP_OK) {
         mp_tensor *ops[3] = {*out, ex[0], ex[1]};
-        mp_iter it;
-        mp_iter_init(&it, ops, 3);
-        mp_iter_run_parallel(&it, cmp_run, &c, CMP_GRAIN);
+        st = mp_run_iter(MP_KERNEL_COMPARE, ops, 3, cmp_run, &c, CMP_GRAIN);
+        if (st != MP_OK) {
+            mp_tensor_decref(*out);
+            *out = NULL;
+        }
     }
     mp_decref_all(ex, 2);
     return st;
@@ -97,7 +98,6 @@ mp_status mp_op_compare(mp_cmp_op op, mp_tensor *a, mp_tensor *b, mp_tensor **ou
 
 mp_status mp_op_compare_(mp_cmp_op op, mp_tensor *a, mp_tensor *b)
 {
-    MP_HOST_ONLY("compare_", a, b);
     static const char *const names[MP_CMP_COUNT] = {"eq_", "ne_", "lt_", "le_", "gt_", "ge_"};
     if ((int)op < 0 || op >= MP_CMP_COUNT)
         return mp_error(MP_ERR_VALUE, "unknown comparison %d", (int)op);
@@ -144,7 +144,6 @@ static void class_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx
 
 mp_status mp_op_classify(mp_class_op op, mp_tensor *a, mp_tensor **out)
 {
-    MP_HOST_ONLY("classify", a);
     if ((int)op < 0 || op >= MP_CLS_COUNT)
         return mp_error(MP_ERR_VALUE, "unknown classification %d", (int)op);
     if (!mp_dtype_is_float(a->dtype))      /* integers are finite, never inf or NaN */
@@ -155,10 +154,12 @@ mp_status mp_op_classify(mp_class_op op, mp_tensor *a, mp_tensor **out)
         return st;
     class_ctx c = {op, a->dtype};
     mp_tensor *ops[2] = {*out, a};
-    mp_iter it;
-    mp_iter_init(&it, ops, 2);
-    mp_iter_run_parallel(&it, class_run, &c, CMP_GRAIN);
-    return MP_OK;
+    st = mp_run_iter(MP_KERNEL_CLASSIFY, ops, 2, class_run, &c, CMP_GRAIN);
+    if (st != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* ---- any / all: count the elements that decide (nonzero for any, zero for all); bool out,
@@ -167,7 +168,6 @@ mp_status mp_op_classify(mp_class_op op, mp_tensor *a, mp_tensor **out)
 mp_status mp_op_any_all(int all, mp_tensor *a, uint32_t dim_mask, int keepdim,
                         mp_tensor **out)
 {
-    MP_HOST_ONLY("any_all", a);
     mp_tensor *zero = NULL, *decide = NULL, *count = NULL;
     mp_status st = mp_scalar_tensor(0.0, MP_DTYPE_INT64, &zero);
     if (st == MP_OK)

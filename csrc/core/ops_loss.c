@@ -24,7 +24,6 @@ mp_status mp_loss_check_reduction(int reduction)
 
 mp_status mp_loss_dense(mp_tensor *t, const int64_t *shape, int nd, mp_tensor **out)
 {
-    MP_HOST_ONLY("loss_dense", t);
     mp_tensor *e = NULL;
     mp_status st = mp_view_expand(t, shape, nd, &e);
     if (st != MP_OK)
@@ -38,10 +37,46 @@ mp_status mp_loss_dense(mp_tensor *t, const int64_t *shape, int nd, mp_tensor **
     return st;
 }
 
+/* The MP_KERNEL_LOSS_REDUCE kernel: buffer 0 n fp32 losses, buffer 1 one element of dt
+ * receiving their sum (divided by denom for a mean), buffer 2 (optional) a double read as
+ * the denominator instead. */
+typedef struct {
+    int64_t n;
+    int mean;
+    double denom;
+    mp_dtype dt;
+} reduce_args;
+
+static mp_status run_reduce(void *const *buf, const void *args, mp_msg *msg)
+{
+    const reduce_args *a = args;
+    (void)msg;
+    double s = mp_sum_f32(buf[0], a->n);
+    if (a->mean)
+        s /= buf[2] ? *(const double *)buf[2] : a->denom;      /* 0/0 gives NaN for an empty mean, as torch */
+    int is_int = mp_dtype_is_integral(a->dt);
+    mp_store_scalar(a->dt, buf[1], (mp_scalar){s, is_int ? (int64_t)s : 0, is_int});
+    return MP_OK;
+}
+
+static mp_status reduce_with(mp_tensor *l, int reduction, double denom, mp_tensor *dt_denom,
+                             mp_dtype dt, mp_tensor **out);
+
 mp_status mp_loss_reduce(mp_tensor *l, int reduction, double denom, mp_dtype dt,
                          mp_tensor **out)
 {
-    MP_HOST_ONLY("loss_reduce", l);
+    return reduce_with(l, reduction, denom, NULL, dt, out);
+}
+
+mp_status mp_loss_reduce_by(mp_tensor *l, int reduction, mp_tensor *denom, mp_dtype dt,
+                            mp_tensor **out)
+{
+    return reduce_with(l, reduction, 0.0, denom, dt, out);
+}
+
+static mp_status reduce_with(mp_tensor *l, int reduction, double denom, mp_tensor *dt_denom,
+                             mp_dtype dt, mp_tensor **out)
+{
     if (reduction == MP_RED_NONE) {
         if (l->dtype == dt) {
             mp_tensor_incref(l);
@@ -50,10 +85,20 @@ mp_status mp_loss_reduce(mp_tensor *l, int reduction, double denom, mp_dtype dt,
         }
         return mp_tensor_cast(l, dt, out);
     }
-    double s = mp_sum_f32(mp_tensor_data(l), mp_tensor_numel(l));
-    if (reduction == MP_RED_MEAN)
-        s /= denom;         /* 0/0 gives NaN for an empty mean, as torch */
-    return mp_tensor_full(NULL, 0, dt, s, out);
+    mp_device dev = l->storage->device;
+    mp_status st = mp_tensor_empty(NULL, 0, dt, dev, out);
+    if (st != MP_OK)
+        return st;
+    reduce_args a = {mp_tensor_numel(l), reduction == MP_RED_MEAN, denom, dt};
+    void *buf[3] = {mp_tensor_data(l), mp_tensor_data(*out),
+                    dt_denom ? mp_tensor_data(dt_denom) : NULL};
+    int64_t nbytes[3] = {a.n * 4, (int64_t)mp_dtype_size(dt), dt_denom ? 8 : 0};
+    st = mp_launch_bufs(dev, MP_KERNEL_LOSS_REDUCE, 3, buf, nbytes, run_reduce, &a);
+    if (st != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 mp_status mp_loss_grad_scale(mp_tensor *g, int reduction, double denom, float *scale)
@@ -102,26 +147,57 @@ static inline float loss_deriv(int kind, float d, float b)
     }
 }
 
-/* Gradient wrt input (sign +1) or target (sign -1) summed to that operand's shape. */
-static mp_status pointwise_grad(mp_node *n, int which, const float *x, const float *t,
-                                const float *g, float scale, const int64_t *shape, int nd,
+/* The MP_KERNEL_LOSS_GRAD kernel: buffers x, t (n fp32 each), g (n fp32 when dense, else
+ * the one-element upstream gradient of dtype gdt, divided by denom for a mean) and the n fp32
+ * results: sgn * g * loss'(x - t). */
+typedef struct {
+    int64_t n;
+    int kind, dense, mean;
+    float b, sgn;
+    double denom;
+    mp_dtype gdt;
+} grad_args;
+
+static mp_status run_grad(void *const *buf, const void *args, mp_msg *msg)
+{
+    const grad_args *a = args;
+    const float *x = buf[0], *t = buf[1], *g = a->dense ? buf[2] : NULL;
+    float *p = buf[3], scale = 1.0f;
+    (void)msg;
+    if (!a->dense) {
+        double v = mp_load_f64(a->gdt, buf[2]);
+        scale = (float)(a->mean ? v / a->denom : v);
+    }
+    for (int64_t i = 0; i < a->n; i++) {
+        float diff = x[i] - t[i], gi = g ? g[i] : scale;
+        p[i] = a->sgn * gi * loss_deriv(a->kind, diff, a->b);
+    }
+    return MP_OK;
+}
+
+/* Gradient wrt input (which 0) or target (which 1) summed to that operand's shape; gs the
+ * dense upstream gradient or the one-element one. */
+static mp_status pointwise_grad(mp_node *n, int which, mp_tensor *xf, mp_tensor *tf,
+                                mp_tensor *gs, int dense, const int64_t *shape, int nd,
                                 mp_tensor **out)
 {
     mp_tensor *d = NULL;
-    mp_status st = mp_tensor_empty(shape, nd, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &d);
+    mp_device dev = xf->storage->device;
+    mp_status st = mp_tensor_empty(shape, nd, MP_DTYPE_FLOAT32, dev, &d);
     if (st != MP_OK)
         return st;
-    float *p = mp_tensor_data(d), sgn = which == 0 ? 1.0f : -1.0f;
-    int64_t numel = mp_tensor_numel(d);
-    int kind = (int)n->iargs[1];
-    float b = (float)n->fargs[1];
-    for (int64_t i = 0; i < numel; i++) {
-        float diff = x[i] - t[i], gi = g ? g[i] : scale;
-        p[i] = sgn * gi * loss_deriv(kind, diff, b);
-    }
+    int reduction = (int)n->iargs[0];
+    grad_args a = {mp_tensor_numel(d), (int)n->iargs[1], dense, reduction == MP_RED_MEAN,
+                   (float)n->fargs[1], which == 0 ? 1.0f : -1.0f, n->fargs[0], gs->dtype};
+    void *buf[4] = {mp_tensor_data(xf), mp_tensor_data(tf), mp_tensor_data(gs),
+                    mp_tensor_data(d)};
+    int64_t nb = a.n * 4;
+    int64_t nbytes[4] = {nb, nb, dense ? nb : (int64_t)mp_dtype_size(gs->dtype), nb};
+    st = mp_launch_bufs(dev, MP_KERNEL_LOSS_GRAD, 4, buf, nbytes, run_grad, &a);
     int ind;
     const int64_t *ishape = mp_node_in_shape(n, which, &ind);
-    st = mp_sum_to_shape(d, ishape, ind, out);
+    if (st == MP_OK)
+        st = mp_sum_to_shape(d, ishape, ind, out);
     mp_tensor_decref(d);
     return st;
 }
@@ -134,38 +210,43 @@ static mp_status pointwise_backward(mp_node *n, mp_tensor **gout, mp_tensor **gi
         return MP_ERR_RUNTIME;
     int reduction = (int)n->iargs[0], nd;
     int64_t shape[MP_MAX_DIMS];
-    float scale;
-    mp_status st = mp_broadcast_shapes(x->shape, x->ndim, t->shape, t->ndim, shape, &nd);
+    mp_tensor *const devs[3] = {gout[0], x, t};
+    mp_status st = mp_check_same_device(devs, 3, x->storage->device, 0);
     if (st == MP_OK)
-        st = mp_loss_grad_scale(gout[0], reduction, n->fargs[0], &scale);
+        st = mp_broadcast_shapes(x->shape, x->ndim, t->shape, t->ndim, shape, &nd);
+    if (st == MP_OK && reduction != MP_RED_NONE && mp_tensor_numel(gout[0]) != 1)
+        st = mp_error(MP_ERR_SHAPE, "loss backward: expected a one-element gradient");
     if (st == MP_OK && reduction == MP_RED_NONE)
         st = mp_loss_dense(gout[0], shape, nd, &gf);
     if (st == MP_OK)
         st = mp_loss_dense(x, shape, nd, &xf);
     if (st == MP_OK)
         st = mp_loss_dense(t, shape, nd, &tf);
-    const float *g = gf ? mp_tensor_data(gf) : NULL;
     for (int i = 0; i < 2 && st == MP_OK; i++)
         if (n->next[i].node)
-            st = pointwise_grad(n, i, mp_tensor_data(xf), mp_tensor_data(tf), g, scale, shape,
-                                nd, &gin[i]);
+            st = pointwise_grad(n, i, xf, tf, gf ? gf : gout[0], gf != NULL, shape, nd,
+                                &gin[i]);
     mp_tensor_decref(xf);
     mp_tensor_decref(tf);
     mp_tensor_decref(gf);
     return st;
 }
 
-static mp_status pointwise_forward(int kind, float b, mp_tensor *xf, mp_tensor *tf,
-                                   int reduction, mp_dtype dt, mp_tensor **out)
+/* The MP_KERNEL_LOSS kernel: buffers x, t and the n fp32 losses. */
+typedef struct {
+    int64_t n;
+    int kind;
+    float b;
+} loss_args;
+
+static mp_status run_loss(void *const *buf, const void *args, mp_msg *msg)
 {
-    mp_tensor *l = NULL;
-    mp_status st = mp_tensor_empty(xf->shape, xf->ndim, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &l);
-    if (st != MP_OK)
-        return st;
-    const float *x = mp_tensor_data(xf), *t = mp_tensor_data(tf);
-    float *p = mp_tensor_data(l);
-    int64_t numel = mp_tensor_numel(l);
-    switch (kind) {     /* one loop per kind, so each vectorises */
+    const loss_args *a = args;
+    const float *x = buf[0], *t = buf[1];
+    float *p = buf[2], b = a->b;
+    int64_t numel = a->n;
+    (void)msg;
+    switch (a->kind) {     /* one loop per kind, so each vectorises */
     case LOSS_MSE:
         for (int64_t i = 0; i < numel; i++)
             p[i] = loss_value(LOSS_MSE, x[i] - t[i], b);
@@ -176,10 +257,26 @@ static mp_status pointwise_forward(int kind, float b, mp_tensor *xf, mp_tensor *
         break;
     default:
         for (int64_t i = 0; i < numel; i++)
-            p[i] = loss_value(kind, x[i] - t[i], b);
+            p[i] = loss_value(a->kind, x[i] - t[i], b);
         break;
     }
-    st = mp_loss_reduce(l, reduction, (double)numel, dt, out);
+    return MP_OK;
+}
+
+static mp_status pointwise_forward(int kind, float b, mp_tensor *xf, mp_tensor *tf,
+                                   int reduction, mp_dtype dt, mp_tensor **out)
+{
+    mp_tensor *l = NULL;
+    mp_device dev = xf->storage->device;
+    mp_status st = mp_tensor_empty(xf->shape, xf->ndim, MP_DTYPE_FLOAT32, dev, &l);
+    if (st != MP_OK)
+        return st;
+    loss_args a = {mp_tensor_numel(l), kind, b};
+    void *buf[3] = {mp_tensor_data(xf), mp_tensor_data(tf), mp_tensor_data(l)};
+    int64_t nbytes[3] = {a.n * 4, a.n * 4, a.n * 4};
+    st = mp_launch_bufs(dev, MP_KERNEL_LOSS, 3, buf, nbytes, run_loss, &a);
+    if (st == MP_OK)
+        st = mp_loss_reduce(l, reduction, (double)a.n, dt, out);
     mp_tensor_decref(l);
     return st;
 }
@@ -205,6 +302,8 @@ static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, i
         return mp_error(MP_ERR_RUNTIME, "%s: expected floating point input and target, got %s "
                         "and %s", name, mp_dtype_torch_name(input->dtype),
                         mp_dtype_torch_name(target->dtype));
+    if ((st = mp_check_same_device(ins, 2, input->storage->device, 0)) != MP_OK)
+        return st;
     if ((st = mp_broadcast_shapes(input->shape, input->ndim, target->shape, target->ndim,
                                   shape, &nd)) != MP_OK)
         return st;
@@ -236,20 +335,17 @@ static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, i
 
 mp_status mp_op_mse_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
-    MP_HOST_ONLY("mse_loss", input, target);
     return pointwise_loss(LOSS_MSE, input, target, reduction, 0.0, out);
 }
 
 mp_status mp_op_l1_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
-    MP_HOST_ONLY("l1_loss", input, target);
     return pointwise_loss(LOSS_L1, input, target, reduction, 0.0, out);
 }
 
 mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reduction,
                                double beta, mp_tensor **out)
 {
-    MP_HOST_ONLY("smooth_l1_loss", input, target);
     *out = NULL;
     if (beta < 0.0)
         return mp_error(MP_ERR_RUNTIME, "smooth_l1_loss does not support negative values for "
@@ -262,7 +358,6 @@ mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reductio
 mp_status mp_op_huber_loss(mp_tensor *input, mp_tensor *target, int reduction, double delta,
                            mp_tensor **out)
 {
-    MP_HOST_ONLY("huber_loss", input, target);
     *out = NULL;
     if (!(delta > 0.0))
         return mp_error(MP_ERR_RUNTIME, "huber_loss does not support non-positive values for "

@@ -5,6 +5,7 @@
  * so each sample is one row of C values; sums are in double. Class indices are int64 or, as
  * torch allows, uint8 (widened to int64 first). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,69 +99,91 @@ static mp_status nll_check(mp_tensor *input, mp_tensor *target, mp_tensor *weigh
 }
 
 typedef struct {
-    const int64_t *t;       /* nrows targets */
-    const float *w;         /* C class weights, or NULL */
     int64_t ignore, C, nrows;
     double ls;              /* label smoothing (0 for nll_loss) */
+    mp_dtype dt;            /* the log-probability rows' dtype */
+    int reduction;
 } nll_args;
 
-static mp_status out_of_bounds(int64_t t)
+static mp_status out_of_bounds(int64_t t, mp_msg *msg)
 {
-    return mp_error(MP_ERR_INDEX, "Target %lld is out of bounds.", (long long)t);
+    snprintf(msg->text, sizeof msg->text, "Target %lld is out of bounds.", (long long)t);
+    return MP_ERR_INDEX;
 }
 
-/* l[r] = -(1 - ls) * w[t] * x[t] - ls / C * sum_c w[c] * x[c] (0 for ignored rows);
- * *wsum = sum of w[t] over the counted rows (the 'mean' denominator, as torch). */
-static mp_status nll_rows(mp_tensor *rows, const nll_args *a, float *l, double *wsum)
+/* The MP_KERNEL_NLL kernel. Buffers: the log-probability rows (nrows x C, dt), the int64
+ * targets, the fp32 class weights (or absent), the per-row fp32 losses l, and one double:
+ * the sum of w[t] over the counted rows (the 'mean' denominator, as torch), which stays on
+ * the device for the reduction and the backward. l[r] = -(1 - ls) * w[t] * x[t]
+ * - ls / C * sum_c w[c] * x[c] (0 for ignored rows). Targets are checked here, where they
+ * are read. */
+static mp_status run_nll(void *const *buf, const void *args, mp_msg *msg)
 {
-    mp_dtype dt = rows->dtype;
-    size_t sz = mp_dtype_size(dt);
-    const char *data = mp_tensor_data(rows);
-    float *buf = NULL;
-    if (a->ls > 0.0 && !(buf = malloc(sizeof(float) * (size_t)(a->C + 1))))
-        return mp_error(MP_ERR_NOMEM, "out of memory for a row buffer");
+    const nll_args *a = args;
+    const char *data = buf[0];
+    const int64_t *tg = buf[1];
+    const float *w = buf[2];
+    float *l = buf[3];
+    double *wsum = buf[4];
+    size_t sz = mp_dtype_size(a->dt);
+    float *row = NULL;
+    if (a->ls > 0.0 && !(row = malloc(sizeof(float) * (size_t)(a->C + 1)))) {
+        snprintf(msg->text, sizeof msg->text, "out of memory for a row buffer");
+        return MP_ERR_NOMEM;
+    }
     mp_status st = MP_OK;
-    *wsum = 0.0;
+    double total = 0.0;
     for (int64_t r = 0; r < a->nrows; r++) {
-        int64_t t = a->t[r];
+        int64_t t = tg[r];
         l[r] = 0.0f;
         if (t == a->ignore)
             continue;
         if (t < 0 || t >= a->C) {
-            st = out_of_bounds(t);
+            st = out_of_bounds(t, msg);
             break;
         }
-        double wt = a->w ? a->w[t] : 1.0;
-        double loss = -(1.0 - a->ls) * wt * mp_load_f64(dt, data + (size_t)(r * a->C + t) * sz);
-        if (buf) {
-            const float *x = mp_row_load(dt, data, r, a->C, buf);
-            double s = 0.0;
+        double wt = w ? w[t] : 1.0;
+        double loss = -(1.0 - a->ls) * wt * mp_load_f64(a->dt, data + (size_t)(r * a->C + t) * sz);
+        if (row) {
+            const float *x = mp_row_load(a->dt, data, r, a->C, row);
+            double sum = 0.0;
             for (int64_t c = 0; c < a->C; c++)
-                s += (a->w ? (double)a->w[c] : 1.0) * x[c];
-            loss -= a->ls / (double)a->C * s;
+                sum += (w ? (double)w[c] : 1.0) * x[c];
+            loss -= a->ls / (double)a->C * sum;
         }
         l[r] = (float)loss;
-        *wsum += wt;
+        total += wt;
     }
-    free(buf);
+    *wsum = total;
+    free(row);
     return st;
 }
 
-/* grows[r, :] = d loss / d x[r, :] (grows zero-filled, nrows x C) */
-static mp_status nll_grad_rows(const nll_args *a, const float *g, float scale, float *grows)
+/* The MP_KERNEL_NLL_BACKWARD kernel. Buffers: targets, weights (or absent), the upstream
+ * gradient as fp32 (nrows values for 'none', else one), the saved denominator (one double),
+ * and grows (nrows x C fp32, zero-filled) = d loss / d x. */
+static mp_status run_nll_grad(void *const *buf, const void *args, mp_msg *msg)
 {
+    const nll_args *a = args;
+    const int64_t *tg = buf[0];
+    const float *w = buf[1], *g = buf[2];
+    const double *wsum = buf[3];
+    float *grows = buf[4];
+    float scale = 1.0f;
+    if (a->reduction != MP_RED_NONE)   /* one number: g, divided by the sum for 'mean' */
+        scale = (float)(a->reduction == MP_RED_MEAN ? (double)g[0] / *wsum : (double)g[0]);
     for (int64_t r = 0; r < a->nrows; r++) {
-        int64_t t = a->t[r];
+        int64_t t = tg[r];
         if (t == a->ignore)
             continue;
         if (t < 0 || t >= a->C)        /* the saved target was changed in place */
-            return out_of_bounds(t);
-        float gr = g ? g[r] : scale, *row = grows + r * a->C;
-        row[t] += (float)(-(1.0 - a->ls) * (a->w ? a->w[t] : 1.0f) * gr);
+            return out_of_bounds(t, msg);
+        float gr = a->reduction == MP_RED_NONE ? g[r] : scale, *row = grows + r * a->C;
+        row[t] += (float)(-(1.0 - a->ls) * (w ? w[t] : 1.0f) * gr);
         if (a->ls > 0.0) {
             float k = (float)(-a->ls / (double)a->C) * gr;
             for (int64_t c = 0; c < a->C; c++)
-                row[c] += a->w ? k * a->w[c] : k;
+                row[c] += w ? k * w[c] : k;
         }
     }
     return MP_OK;
@@ -168,23 +191,30 @@ static mp_status nll_grad_rows(const nll_args *a, const float *g, float scale, f
 
 static mp_status nll_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
-    mp_tensor *tc = mp_node_saved(n, 0), *wf = mp_node_saved(n, 1), *gf = NULL, *gr = NULL;
-    if (!tc)
+    mp_tensor *tc = mp_node_saved(n, 0), *wf = mp_node_saved(n, 1);
+    mp_tensor *wsum = mp_node_saved(n, 2), *gf = NULL, *gr = NULL;
+    if (!tc || !wsum)
         return MP_ERR_RUNTIME;
     int nd, reduction = (int)n->iargs[1], cd = (int)n->iargs[2];
     const int64_t *ishape = mp_node_in_shape(n, 0, &nd);
     int64_t rshape[MP_MAX_DIMS];
     mp_rows_shape(ishape, nd, cd, rshape);
-    nll_args a = {mp_tensor_data(tc), wf ? mp_tensor_data(wf) : NULL, n->iargs[0], ishape[cd],
-                  mp_tensor_numel(tc), n->fargs[1]};
-    float scale;
-    mp_status st = mp_loss_grad_scale(gout[0], reduction, n->fargs[0], &scale);
-    if (st == MP_OK && reduction == MP_RED_NONE)
+    mp_device dev = tc->storage->device;
+    nll_args a = {n->iargs[0], ishape[cd], mp_tensor_numel(tc), n->fargs[1],
+                  MP_DTYPE_FLOAT32, reduction};
+    mp_status st = MP_OK;
+    if (reduction != MP_RED_NONE && mp_tensor_numel(gout[0]) != 1)
+        st = mp_error(MP_ERR_SHAPE, "loss backward: expected a one-element gradient");
+    if (st == MP_OK)
         st = mp_tensor_cast(gout[0], MP_DTYPE_FLOAT32, &gf);
     if (st == MP_OK)
-        st = mp_tensor_full(rshape, nd, MP_DTYPE_FLOAT32, 0.0, &gr);
-    if (st == MP_OK)
-        st = nll_grad_rows(&a, gf ? mp_tensor_data(gf) : NULL, scale, mp_tensor_data(gr));
+        st = mp_tensor_full_on(rshape, nd, MP_DTYPE_FLOAT32, 0.0, dev, &gr);
+    if (st == MP_OK) {
+        mp_tensor *ts[5] = {tc, wf, gf, wsum, gr};
+        st = mp_check_same_device(ts, 5, dev, 0);
+        if (st == MP_OK)
+            st = mp_launch_tensors(dev, MP_KERNEL_NLL_BACKWARD, 5, ts, run_nll_grad, &a);
+    }
     if (st == MP_OK)
         st = mp_rows_restore(gr, cd, &gin[0]);
     mp_tensor_decref(gf);
@@ -196,23 +226,28 @@ static mp_status nll_forward(mp_tensor *logp, mp_tensor *target, mp_tensor *weig
                              int64_t ignore, int reduction, double ls, const nll_shape *sh,
                              mp_tensor **out)
 {
-    mp_tensor *rows = NULL, *tc = NULL, *wf = NULL, *l = NULL;
-    double wsum = 0.0;
-    mp_status st = mp_rows_of(logp, sh->class_dim, &rows);
+    mp_tensor *rows = NULL, *tc = NULL, *wf = NULL, *l = NULL, *wsum = NULL;
+    mp_device dev = logp->storage->device;
+    mp_tensor *devs[3] = {logp, target, weight};
+    mp_status st = mp_check_same_device(devs, 3, dev, 0);
+    if (st == MP_OK)
+        st = mp_rows_of(logp, sh->class_dim, &rows);
     if (st == MP_OK)        /* uint8 class indices widen to the int64 the rows read */
         st = target->dtype == MP_DTYPE_INT64 ? mp_tensor_contiguous(target, &tc)
                                              : mp_tensor_cast(target, MP_DTYPE_INT64, &tc);
     if (st == MP_OK && weight)
         st = mp_tensor_cast(weight, MP_DTYPE_FLOAT32, &wf);
     if (st == MP_OK)
-        st = mp_tensor_empty(target->shape, target->ndim, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &l);
+        st = mp_tensor_empty(target->shape, target->ndim, MP_DTYPE_FLOAT32, dev, &l);
+    if (st == MP_OK)     /* one double under an int64 header */
+        st = mp_tensor_empty(NULL, 0, MP_DTYPE_INT64, dev, &wsum);
     if (st == MP_OK) {
-        nll_args a = {mp_tensor_data(tc), wf ? mp_tensor_data(wf) : NULL, ignore, sh->C,
-                      mp_tensor_numel(tc), ls};
-        st = nll_rows(rows, &a, mp_tensor_data(l), &wsum);
+        nll_args a = {ignore, sh->C, mp_tensor_numel(tc), ls, rows->dtype, reduction};
+        mp_tensor *ts[5] = {rows, tc, wf, l, wsum};
+        st = mp_launch_tensors(dev, MP_KERNEL_NLL, 5, ts, run_nll, &a);
     }
     if (st == MP_OK)
-        st = mp_loss_reduce(l, reduction, wsum, logp->dtype, out);
+        st = mp_loss_reduce_by(l, reduction, wsum, logp->dtype, out);
     mp_node *node = NULL;
     if (st == MP_OK)
         st = mp_autograd_record("NllLossBackward0", nll_backward, &logp, 1, out, 1, &node);
@@ -220,15 +255,16 @@ static mp_status nll_forward(mp_tensor *logp, mp_tensor *target, mp_tensor *weig
         node->iargs[0] = ignore;
         node->iargs[1] = reduction;
         node->iargs[2] = sh->class_dim;
-        node->fargs[0] = wsum;
         node->fargs[1] = ls;
-        if ((st = mp_node_save(node, 0, tc)) == MP_OK)
-            st = mp_node_save(node, 1, wf);
+        if ((st = mp_node_save(node, 0, tc)) == MP_OK && (st = mp_node_save(node, 1, wf)) ==
+            MP_OK)
+            st = mp_node_save(node, 2, wsum);
     }
     mp_tensor_decref(rows);
     mp_tensor_decref(tc);
     mp_tensor_decref(wf);
     mp_tensor_decref(l);
+    mp_tensor_decref(wsum);
     if (st != MP_OK) {
         mp_tensor_decref(*out);
         *out = NULL;
@@ -239,7 +275,6 @@ static mp_status nll_forward(mp_tensor *logp, mp_tensor *target, mp_tensor *weig
 mp_status mp_op_nll_loss(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                          int64_t ignore_index, int reduction, mp_tensor **out)
 {
-    MP_HOST_ONLY("nll_loss", input, target, weight);
     nll_shape sh;
     *out = NULL;
     mp_status st = nll_check(input, target, weight, reduction, &sh);
@@ -361,6 +396,7 @@ static mp_status cross_entropy_probs(mp_tensor *input, mp_tensor *target, mp_ten
                                      int64_t ignore_index, int reduction, double ls,
                                      mp_tensor **out)
 {
+    MP_HOST_ONLY("cross_entropy (class probabilities)", input, target, weight);
     int cd = input->ndim == 1 ? 0 : 1;
     mp_status st = mp_loss_check_reduction(reduction);
     if (st == MP_OK && ignore_index >= 0)
@@ -387,7 +423,6 @@ mp_status mp_op_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *we
                               int64_t ignore_index, int reduction, double label_smoothing,
                               mp_tensor **out)
 {
-    MP_HOST_ONLY("cross_entropy", input, target, weight);
     *out = NULL;
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
         return mp_error(MP_ERR_RUNTIME, "label_smoothing must be between 0.0 and 1.0. Got: %g",

@@ -15,6 +15,7 @@
 #include "elementwise.h"
 #include "ops.h"
 #include "ops_attention.h"
+#include "reduce.h"
 #include "view.h"
 
 #define MASK_GRAIN_ELEMS 65536      /* rows per thread: at least this many elements */
@@ -66,7 +67,7 @@ typedef struct {
 static strided strided_of(const mp_tensor *t)
 {
     strided s;
-    s.base = mp_tensor_data(t);
+    s.base = NULL;      /* the kernel's buffer (launch_job) */
     for (int d = 0; d < t->ndim; d++)
         s.strides[d] = t->strides[d];
     return s;
@@ -84,7 +85,7 @@ static int64_t row_off(const strided *s, const int64_t *shape, int nd, int64_t r
 }
 
 typedef struct {
-    int kind;                       /* 0 masked_fill, 1 tril, 2 triu */
+    int kind;                       /* 0 masked_fill, 1 tril, 2 triu, 3 keep where masked */
     int nd;
     int64_t shape[MP_MAX_DIMS];
     size_t esz;
@@ -103,6 +104,9 @@ typedef struct {
         if (j->kind == 0) {                                                                  \
             for (int64_t c = 0; c < n; c++)                                                  \
                 o[c] = mp[c * ms] ? v : x[c * xs];                                           \
+        } else if (j->kind == 3) {                                                           \
+            for (int64_t c = 0; c < n; c++)                                                  \
+                o[c] = mp[c * ms] ? x[c * xs] : v;                                           \
         } else {                                                                             \
             for (int64_t c = 0; c < n; c++)                                                  \
                 o[c] = (j->kind == 1 ? c <= lim : c >= lim) ? x[c * xs] : v;                 \
@@ -114,10 +118,11 @@ static void mask_rows(void *ctx, int64_t r0, int64_t r1)
     const mask_job *j = ctx;
     int nd = j->nd;
     int64_t n = j->shape[nd - 1], rows_i = nd >= 2 ? j->shape[nd - 2] : 1;
-    int64_t xs = j->in.strides[nd - 1], ms = j->kind == 0 ? j->mask.strides[nd - 1] : 0;
+    int masked = j->kind == 0 || j->kind == 3;
+    int64_t xs = j->in.strides[nd - 1], ms = masked ? j->mask.strides[nd - 1] : 0;
     for (int64_t r = r0; r < r1; r++) {
         const char *xp = j->in.base + row_off(&j->in, j->shape, nd, r) * (int64_t)j->esz;
-        const uint8_t *mp = j->kind == 0
+        const uint8_t *mp = masked
                                 ? (const uint8_t *)j->mask.base + row_off(&j->mask, j->shape, nd, r)
                                 : NULL;
         char *op = j->out + r * n * (int64_t)j->esz;
@@ -131,27 +136,45 @@ static void mask_rows(void *ctx, int64_t r0, int64_t r1)
     }
 }
 
-static void run_job(mask_job *j)
+/* The MP_KERNEL_MASK kernel: buffers the input, the mask (or absent), the output. */
+static mp_status run_mask(void *const *buf, const void *args, mp_msg *msg)
 {
-    int64_t n = j->shape[j->nd - 1], rows = 1;
-    for (int d = 0; d < j->nd - 1; d++)
-        rows *= j->shape[d];
+    mask_job j = *(const mask_job *)args;
+    (void)msg;
+    j.in.base = buf[0];
+    j.mask.base = buf[1];
+    j.out = buf[2];
+    int64_t n = j.shape[j.nd - 1], rows = 1;
+    for (int d = 0; d < j.nd - 1; d++)
+        rows *= j.shape[d];
     if (n == 0 || rows == 0)
-        return;
+        return MP_OK;
     int64_t grain = MASK_GRAIN_ELEMS / n + 1;
-    mp_parallel_for(rows, grain, mask_rows, j);
+    mp_parallel_for(rows, grain, mask_rows, &j);
+    return MP_OK;
 }
 
-/* out (new, contiguous) = masked_fill(ex, mask_ex, bits): both already expanded to one shape */
-static mp_status fill_expanded(mp_tensor *ex, mp_tensor *mex, const unsigned char *bits,
-                               mp_tensor **out)
+/* Runs j on out's device over in, mask (NULL for tril/triu) and out. */
+static mp_status launch_job(const mask_job *j, mp_tensor *in, mp_tensor *mask, mp_tensor *out)
 {
-    mp_status st = mp_tensor_empty(ex->shape, ex->ndim, ex->dtype, MP_DEVICE_CPU, out);
+    mp_tensor *ts[3] = {in, mask, out};
+    mp_status st = mp_check_same_device(ts, 3, out->storage->device, 0);
+    if (st == MP_OK)
+        st = mp_launch_tensors(out->storage->device, MP_KERNEL_MASK, 3, ts, run_mask, j);
+    return st;
+}
+
+/* out (new, contiguous) = masked_fill(ex, mask_ex, bits) (keep: ex where the mask is set,
+ * bits elsewhere): both already expanded to one shape */
+static mp_status fill_expanded(mp_tensor *ex, mp_tensor *mex, const unsigned char *bits,
+                               int keep, mp_tensor **out)
+{
+    mp_status st = mp_tensor_empty(ex->shape, ex->ndim, ex->dtype, ex->storage->device, out);
     if (st != MP_OK || mp_tensor_numel(ex) == 0)
         return st;
     mask_job j;
     memset(&j, 0, sizeof j);
-    j.kind = 0;
+    j.kind = keep ? 3 : 0;
     j.nd = ex->ndim ? ex->ndim : 1;
     if (ex->ndim)
         memcpy(j.shape, ex->shape, sizeof(int64_t) * (size_t)ex->ndim);
@@ -160,14 +183,17 @@ static mp_status fill_expanded(mp_tensor *ex, mp_tensor *mex, const unsigned cha
     j.esz = mp_dtype_size(ex->dtype);
     j.in = strided_of(ex);
     j.mask = strided_of(mex);
-    j.out = mp_tensor_data(*out);
     memcpy(j.bits, bits, 8);
-    run_job(&j);
-    return MP_OK;
+    st = launch_job(&j, ex, mex, *out);
+    if (st != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* masked_fill without autograd: a and mask broadcast together */
-static mp_status fill_plain(mp_tensor *a, mp_tensor *mask, const unsigned char *bits,
+static mp_status fill_plain(mp_tensor *a, mp_tensor *mask, const unsigned char *bits, int keep,
                             mp_tensor **out)
 {
     mp_tensor *in[2] = {mask, a}, *ex[2] = {NULL, NULL};
@@ -175,35 +201,24 @@ static mp_status fill_plain(mp_tensor *a, mp_tensor *mask, const unsigned char *
     int nd;
     mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, "masked_fill");
     if (st == MP_OK)
-        st = fill_expanded(ex[1], ex[0], bits, out);
+        st = fill_expanded(ex[1], ex[0], bits, keep, out);
     mp_decref_all(ex, 2);
     return st;
 }
 
-/* sum of g (any float dtype, the broadcast shape) where mask is True, as a 0-d fp32 tensor */
+/* sum of g (any float dtype, the broadcast shape) where mask is True, as a 0-d fp32 tensor
+ * (the kept values summed in double, on g's device) */
 static mp_status masked_sum(mp_tensor *g, mp_tensor *mask, mp_tensor **out)
 {
-    mp_tensor *gc = NULL, *ex[2] = {NULL, NULL}, *in[2] = {mask, g};
-    int64_t shape[MP_MAX_DIMS];
-    int nd;
+    mp_tensor *gc = NULL, *kept = NULL;
+    unsigned char zero[8] = {0};
     mp_status st = mp_tensor_cast(g, MP_DTYPE_FLOAT32, &gc);
     if (st == MP_OK)
-        st = mp_broadcast_all(in, 2, shape, &nd, ex, "masked_fill");
+        st = fill_plain(gc, mask, zero, 1, &kept);
     if (st == MP_OK)
-        st = mp_tensor_empty(NULL, 0, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, out);
-    if (st == MP_OK) {
-        const float *gp = mp_tensor_data(gc);
-        int64_t total = mp_tensor_numel(gc);
-        double s = 0.0;
-        for (int64_t i = 0; i < total; i++) {
-            mp_scalar m = mp_tensor_get_item(ex[0], i);
-            if (m.i)
-                s += gp[i];
-        }
-        *(float *)mp_tensor_data(*out) = (float)s;
-    }
+        st = mp_reduce_sum(kept, ~0u, 0, MP_DTYPE_FLOAT32, out);
     mp_tensor_decref(gc);
-    mp_decref_all(ex, 2);
+    mp_tensor_decref(kept);
     return st;
 }
 
@@ -217,7 +232,7 @@ static mp_status masked_fill_backward(mp_node *n, mp_tensor **gout, mp_tensor **
     unsigned char zero[8] = {0};
     mp_status st = MP_OK;
     if (n->next[0].node) {
-        st = fill_plain(g, mask, zero, &full);
+        st = fill_plain(g, mask, zero, 0, &full);
         int nd;
         const int64_t *shape = mp_node_in_shape(n, 0, &nd);
         if (st == MP_OK)
@@ -232,8 +247,11 @@ static mp_status masked_fill_backward(mp_node *n, mp_tensor **gout, mp_tensor **
 mp_status mp_op_masked_fill(mp_tensor *a, mp_tensor *mask, mp_scalar value, mp_tensor *vt,
                             mp_tensor **out)
 {
-    MP_HOST_ONLY("masked_fill", a, mask, vt);
     *out = NULL;
+    mp_tensor *devs[3] = {a, mask, vt};
+    mp_status cs = mp_check_same_device(devs, 3, a->storage->device, 1);
+    if (cs != MP_OK)
+        return cs;
     if (mask->dtype != MP_DTYPE_BOOL)
         return mp_error(MP_ERR_RUNTIME, "masked_fill_ only supports boolean masks, but got "
                         "mask with dtype %s", mask->dtype == MP_DTYPE_INT64 ? "long int"
@@ -242,12 +260,12 @@ mp_status mp_op_masked_fill(mp_tensor *a, mp_tensor *mask, mp_scalar value, mp_t
     if (vt && vt->ndim != 0)
         return mp_error(MP_ERR_RUNTIME, "masked_fill_ only supports a 0-dimensional value "
                         "tensor, but got tensor with %d dimension(s).", vt->ndim);
-    if (vt)
+    if (vt)     /* read on the host (one copy for a device tensor) */
         value = mp_tensor_get_item(vt, 0);
     unsigned char bits[8];
     mp_status st = value_bits(a->dtype, value, bits);
     if (st == MP_OK)
-        st = fill_plain(a, mask, bits, out);
+        st = fill_plain(a, mask, bits, 0, out);
     if (st != MP_OK)
         return st;
     mp_tensor *ins[2] = {a, vt};
@@ -267,7 +285,7 @@ mp_status mp_op_masked_fill(mp_tensor *a, mp_tensor *mask, mp_scalar value, mp_t
 
 static mp_status triangle_plain(mp_tensor *a, int upper, int64_t k, mp_tensor **out)
 {
-    mp_status st = mp_tensor_empty(a->shape, a->ndim, a->dtype, MP_DEVICE_CPU, out);
+    mp_status st = mp_tensor_empty(a->shape, a->ndim, a->dtype, a->storage->device, out);
     if (st != MP_OK || mp_tensor_numel(a) == 0)
         return st;
     mask_job j;
@@ -277,10 +295,13 @@ static mp_status triangle_plain(mp_tensor *a, int upper, int64_t k, mp_tensor **
     memcpy(j.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
     j.esz = mp_dtype_size(a->dtype);
     j.in = strided_of(a);
-    j.out = mp_tensor_data(*out);
     j.diag = k;
-    run_job(&j);
-    return MP_OK;
+    st = launch_job(&j, a, NULL, *out);
+    if (st != MP_OK) {
+        mp_tensor_decref(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 static mp_status triangle_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
@@ -290,7 +311,6 @@ static mp_status triangle_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin
 
 mp_status mp_op_triangle(mp_tensor *a, int upper, int64_t k, mp_tensor **out)
 {
-    MP_HOST_ONLY("triangle", a);
     *out = NULL;
     if (a->ndim < 2)
         return mp_error(MP_ERR_RUNTIME, "%s: input tensor must have at least 2 dimensions",

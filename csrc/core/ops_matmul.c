@@ -251,7 +251,6 @@ static mp_status cannot_multiply(const char *op, int64_t m, int64_t k, int64_t k
 
 mp_status mp_op_mm(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
-    MP_HOST_ONLY("mm", a, b);
     mp_status st = check_matrix("mm", "self", a, 2);
     if (st == MP_OK)
         st = check_matrix("mm", "mat2", b, 2);
@@ -267,7 +266,6 @@ mp_status mp_op_mm(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 
 mp_status mp_op_bmm(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
-    MP_HOST_ONLY("bmm", a, b);
     mp_status st = check_matrix("bmm", "batch1", a, 3);
     if (st == MP_OK)
         st = check_matrix("bmm", "batch2", b, 3);
@@ -295,7 +293,6 @@ static const char *matmul_node(int na, int nb)
 
 mp_status mp_op_matmul(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
-    MP_HOST_ONLY("matmul", a, b);
     if (a->ndim == 0 || b->ndim == 0)
         return mp_error(MP_ERR_RUNTIME, "both arguments to matmul need to be at least 1D, but "
                         "they are %dD and %dD", a->ndim, b->ndim);
@@ -324,7 +321,6 @@ mp_status mp_op_matmul(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 mp_status mp_op_addmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta, double alpha,
                       mp_tensor **out)
 {
-    MP_HOST_ONLY("addmm", bias, a, b);
     mp_status st = check_matrix("addmm", "mat1", a, 2);
     if (st == MP_OK)
         st = check_matrix("addmm", "mat2", b, 2);
@@ -341,7 +337,6 @@ mp_status mp_op_addmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta, 
 mp_status mp_op_baddbmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta,
                         double alpha, mp_tensor **out)
 {
-    MP_HOST_ONLY("baddbmm", bias, a, b);
     mp_status st = check_matrix("baddbmm", "batch1", a, 3);
     if (st == MP_OK)
         st = check_matrix("baddbmm", "batch2", b, 3);
@@ -360,7 +355,6 @@ mp_status mp_op_baddbmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta
 
 mp_status mp_op_linear(mp_tensor *x, mp_tensor *w, mp_tensor *bias, mp_tensor **out)
 {
-    MP_HOST_ONLY("linear", x, w, bias);
     if (x->ndim == 0 || w->ndim == 0 || w->ndim > 2)
         return mp_error(MP_ERR_RUNTIME, "linear: input must be at least 1-D and weight 1-D or "
                         "2-D, but they are %dD and %dD", x->ndim, w->ndim);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "copy.h"
+#include "reduce.h"
 #include "backend.h"
 #include "ops.h"
 #include "rows.h"
@@ -61,41 +62,48 @@ static void ln_grad_row(const float *const *in, float *out, int64_t m, int64_t r
     }
 }
 
-/* A new fp32 tensor of `shape` from per-column double sums. */
-static mp_status column_sums(const double *sums, const int64_t *shape, int nd, mp_tensor **out)
+/* Adds tensor t (when present) to the row kernel's buffers, its address going to *slot. */
+static void aux_add(mp_row_aux *aux, mp_tensor *t, void *slot)
 {
-    mp_status st = mp_tensor_empty(shape, nd, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, out);
-    if (st != MP_OK)
-        return st;
-    float *p = mp_tensor_data(*out);
-    int64_t m = mp_tensor_numel(*out);
-    for (int64_t i = 0; i < m; i++)
-        p[i] = (float)sums[i];
-    return MP_OK;
+    if (!t)
+        return;
+    aux->t[aux->n] = t;
+    aux->slot[aux->n++] = (void **)slot;
 }
 
-static mp_status ln_backward_run(mp_node *n, mp_tensor *g2, ln_ctx *c, mp_tensor **gin)
+/* A zeroed accumulator of m doubles (8-byte elements under an int64 header) on dev. */
+static mp_status column_acc(int64_t m, mp_device dev, mp_tensor **out)
+{
+    mp_status st = mp_tensor_empty(&m, 1, MP_DTYPE_INT64, dev, out);
+    return st == MP_OK ? mp_tensor_fill_(*out, (mp_scalar){0.0, 0, 1}) : st;
+}
+
+/* gin[i] = the fp32 column sums acc in the shape of the node's input i. */
+static mp_status column_sums(mp_node *n, int i, mp_tensor *acc, mp_tensor **gin)
+{
+    int nd;
+    const int64_t *shape = mp_node_in_shape(n, i, &nd);
+    mp_status st = mp_tensor_empty(shape, nd, MP_DTYPE_FLOAT32, acc->storage->device, &gin[i]);
+    return st == MP_OK ? mp_store_f64(acc, gin[i]) : st;
+}
+
+static mp_status ln_backward_run(mp_node *n, mp_tensor *g2, ln_ctx *c, mp_row_aux *aux,
+                                 mp_tensor *const acc[2], mp_tensor **gin)
 {
     mp_tensor *x2 = mp_node_saved(n, 0), *dx2 = NULL;
     if (!x2)
         return MP_ERR_RUNTIME;
     mp_tensor *ins[2] = {x2, g2};
     mp_dtype dt = mp_dtype_is_float(g2->dtype) ? g2->dtype : MP_DTYPE_FLOAT32;
-    mp_status st = mp_rows_map(ins, 2, 1, dt, ln_grad_row, c, &dx2);
-    int nd;
-    const int64_t *shape;
+    mp_status st = mp_rows_map_aux(ins, 2, 1, dt, ln_grad_row, c, aux, &dx2);
     if (st == MP_OK && n->next[0].node) {
-        shape = mp_node_in_shape(n, 0, &nd);
+        int nd;
+        const int64_t *shape = mp_node_in_shape(n, 0, &nd);
         st = mp_view_reshape(dx2, shape, nd, 0, &gin[0]);
     }
-    if (st == MP_OK && c->dw) {
-        shape = mp_node_in_shape(n, 1, &nd);
-        st = column_sums(c->dw, shape, nd, &gin[1]);
-    }
-    if (st == MP_OK && c->db) {
-        shape = mp_node_in_shape(n, 2, &nd);
-        st = column_sums(c->db, shape, nd, &gin[2]);
-    }
+    for (int i = 0; i < 2 && st == MP_OK; i++)
+        if (acc[i])
+            st = column_sums(n, 1 + i, acc[i], gin);
     mp_tensor_decref(dx2);
     return st;
 }
@@ -103,25 +111,28 @@ static mp_status ln_backward_run(mp_node *n, mp_tensor *g2, ln_ctx *c, mp_tensor
 static mp_status ln_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
     mp_tensor *wf = mp_node_saved(n, 1), *mean = mp_node_saved(n, 2);
-    mp_tensor *rstd = mp_node_saved(n, 3), *gc = NULL, *g2 = NULL;
+    mp_tensor *rstd = mp_node_saved(n, 3), *gc = NULL, *g2 = NULL, *acc[2] = {NULL, NULL};
     if (!mean || !rstd)
         return MP_ERR_RUNTIME;
     int64_t shape2[2] = {n->iargs[0], n->iargs[1]};
-    size_t m = (size_t)(shape2[1] + 1);
-    ln_ctx c = {wf ? mp_tensor_data(wf) : NULL, NULL, mp_tensor_data(mean),
-                mp_tensor_data(rstd), 0.0, NULL, NULL};
+    mp_device dev = mean->storage->device;
+    ln_ctx c = {NULL, NULL, NULL, NULL, 0.0, NULL, NULL};
+    mp_row_aux aux = {0};
+    aux_add(&aux, wf, &c.w);
+    aux_add(&aux, mean, &c.mean);
+    aux_add(&aux, rstd, &c.rstd);
     mp_status st = MP_OK;
-    if ((n->next[1].node && !(c.dw = calloc(m, sizeof(double)))) ||
-        (n->next[2].node && !(c.db = calloc(m, sizeof(double)))))
-        st = mp_error(MP_ERR_NOMEM, "out of memory in layer_norm backward");
+    for (int i = 0; i < 2 && st == MP_OK; i++)
+        if (n->next[1 + i].node && (st = column_acc(shape2[1], dev, &acc[i])) == MP_OK)
+            aux_add(&aux, acc[i], i ? (void *)&c.db : (void *)&c.dw);
     if (st == MP_OK)
         st = mp_tensor_contiguous(gout[0], &gc);
     if (st == MP_OK)
         st = mp_view_reshape(gc, shape2, 2, 0, &g2);
     if (st == MP_OK)
-        st = ln_backward_run(n, g2, &c, gin);
-    free(c.dw);
-    free(c.db);
+        st = ln_backward_run(n, g2, &c, &aux, acc, gin);
+    mp_tensor_decref(acc[0]);
+    mp_tensor_decref(acc[1]);
     mp_tensor_decref(gc);
     mp_tensor_decref(g2);
     return st;
@@ -190,14 +201,19 @@ static mp_status ln_forward(mp_tensor *a, int64_t rows, int64_t m, mp_tensor *w,
         st = mp_tensor_cast(w, MP_DTYPE_FLOAT32, &s->wf);
     if (st == MP_OK && b)
         st = mp_tensor_cast(b, MP_DTYPE_FLOAT32, &s->bf);
+    mp_device dev = a->storage->device;
     if (st == MP_OK)
-        st = mp_tensor_empty(&rows, 1, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &s->mean);
+        st = mp_tensor_empty(&rows, 1, MP_DTYPE_FLOAT32, dev, &s->mean);
     if (st == MP_OK)
-        st = mp_tensor_empty(&rows, 1, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &s->rstd);
+        st = mp_tensor_empty(&rows, 1, MP_DTYPE_FLOAT32, dev, &s->rstd);
     if (st == MP_OK) {
-        ln_ctx c = {s->wf ? mp_tensor_data(s->wf) : NULL, s->bf ? mp_tensor_data(s->bf) : NULL,
-                    mp_tensor_data(s->mean), mp_tensor_data(s->rstd), eps, NULL, NULL};
-        st = mp_rows_map(&s->x2, 1, 1, a->dtype, ln_row, &c, &y2);
+        ln_ctx c = {NULL, NULL, NULL, NULL, eps, NULL, NULL};
+        mp_row_aux aux = {0};
+        aux_add(&aux, s->wf, &c.w);
+        aux_add(&aux, s->bf, &c.b);
+        aux_add(&aux, s->mean, &c.mean);
+        aux_add(&aux, s->rstd, &c.rstd);
+        st = mp_rows_map_aux(&s->x2, 1, 1, a->dtype, ln_row, &c, &aux, &y2);
     }
     if (st == MP_OK)
         st = mp_view_reshape(y2, a->shape, a->ndim, 0, out);
@@ -209,9 +225,11 @@ static mp_status ln_forward(mp_tensor *a, int64_t rows, int64_t m, mp_tensor *w,
 mp_status mp_op_layer_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
                            mp_tensor *weight, mp_tensor *bias, double eps, mp_tensor **out)
 {
-    MP_HOST_ONLY("layer_norm", a, weight, bias);
     *out = NULL;
-    mp_status st = check_layer_norm(a, normalized_shape, n, weight, bias);
+    mp_tensor *devs[3] = {a, weight, bias};
+    mp_status st = mp_check_same_device(devs, 3, a->storage->device, 0);
+    if (st == MP_OK)
+        st = check_layer_norm(a, normalized_shape, n, weight, bias);
     if (st != MP_OK)
         return st;
     int64_t rows = 1, m = 1;

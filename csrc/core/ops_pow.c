@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "chunk.h"
+#include "copy.h"
 #include "backend.h"
 #include "elementwise.h"
 #include "iter.h"
@@ -80,13 +81,11 @@ static void ipow_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
 }
 
 /* integer pow in dt (int64 or uint8; bool ** bool counts as integers, as before) */
-static void int_pow(mp_tensor *out, mp_tensor *const *ex)
+static mp_status int_pow(mp_tensor *out, mp_tensor *const *ex)
 {
     ipow_ctx c = {out->dtype, {ex[0]->dtype, ex[1]->dtype}};
     mp_tensor *ops[3] = {out, ex[0], ex[1]};
-    mp_iter it;
-    mp_iter_init(&it, ops, 3);
-    mp_iter_run_parallel(&it, ipow_run, &c, 1 << 17);
+    return mp_run_iter(MP_KERNEL_INT_POW, ops, 3, ipow_run, &c, 1 << 17);
 }
 
 /* torch's checks on a Python-number exponent of an integer pow */
@@ -165,7 +164,7 @@ static mp_status grad_of(mp_node *n, int which, mp_tensor *g, mp_tensor *a, mp_t
         double e = scalar_value(b);
         mp_tensor *ga[2] = {g, a};
         mp_dtype gdt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
-        mp_status st = mp_tensor_empty(a->shape, a->ndim, gdt, MP_DEVICE_CPU, out);
+        mp_status st = mp_tensor_empty(a->shape, a->ndim, gdt, g->storage->device, out);
         if (st == MP_OK)
             st = mp_map(*out, ga, 2, f_grad_base_scalar, &e);
         return st;
@@ -178,7 +177,7 @@ static mp_status grad_of(mp_node *n, int which, mp_tensor *g, mp_tensor *a, mp_t
     if (st != MP_OK)
         return st;
     mp_dtype dt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
-    st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, &full);
+    st = mp_tensor_empty(shape, nd, dt, g->storage->device, &full);
     if (st == MP_OK) {
         st = mp_map(full, ex, 3, which == 0 ? f_grad_base : f_grad_exp, NULL);
         const int64_t *ishape = mp_node_in_shape(n, which, &ind);
@@ -187,6 +186,17 @@ static mp_status grad_of(mp_node *n, int which, mp_tensor *g, mp_tensor *a, mp_t
         mp_tensor_decref(full);
     }
     mp_decref_all(ex, 3);
+    mp_device home = (which ? b : a)->storage->device;
+    if (st == MP_OK && (*out)->storage->device != home) {   /* a CPU scalar beside CUDA ones */
+        mp_tensor *moved = NULL;
+        st = mp_tensor_empty((*out)->shape, (*out)->ndim, (*out)->dtype, home, &moved);
+        if (st == MP_OK)
+            st = mp_tensor_copy_(moved, *out);
+        mp_tensor_decref(*out);
+        *out = st == MP_OK ? moved : NULL;
+        if (st != MP_OK)
+            mp_tensor_decref(moved);
+    }
     return st;
 }
 
@@ -205,7 +215,6 @@ static mp_status pow_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
-    MP_HOST_ONLY("pow", a, b);
     mp_tensor *in[2] = {a, b}, *ex[2];
     int64_t shape[MP_MAX_DIMS];
     int nd;
@@ -213,7 +222,7 @@ mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
     mp_status st = check_exponent(dt, b);
     if (st != MP_OK || (st = mp_broadcast_all(in, 2, shape, &nd, ex, "pow")) != MP_OK)
         return st;
-    st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, out);
+    st = mp_tensor_empty(shape, nd, dt, mp_any_device(in, 2), out);
     double e = 0.0;
     if (st == MP_OK && mp_dtype_is_float(dt) && b->wrapped_number) {
         e = scalar_value(b);
@@ -221,7 +230,7 @@ mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
     } else if (st == MP_OK && mp_dtype_is_float(dt))
         st = mp_map(*out, ex, 2, f_pow, NULL);
     else if (st == MP_OK)
-        int_pow(*out, ex);
+        st = int_pow(*out, ex);
     mp_decref_all(ex, 2);
     mp_node *node = NULL;
     if (st == MP_OK)

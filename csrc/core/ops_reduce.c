@@ -48,7 +48,7 @@ static mp_status sum_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
         st = mp_view_expand(gk, ishape, nd, &ge);
     mp_dtype dt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
     if (st == MP_OK)
-        st = mp_tensor_empty(ishape, nd, dt, MP_DEVICE_CPU, &gin[0]);
+        st = mp_tensor_empty(ishape, nd, dt, g->storage->device, &gin[0]);
     if (st == MP_OK)
         st = mp_map(gin[0], &ge, 1, f_div_scalar, &n->fargs[0]);
     mp_tensor_decref(gk);
@@ -91,7 +91,7 @@ static mp_status divide_sum(mp_tensor *s, double count, mp_dtype odt, mp_tensor 
         mp_tensor_incref(s);
         *out = s;
     } else {
-        mp_status st = mp_tensor_empty(s->shape, s->ndim, odt, MP_DEVICE_CPU, out);
+        mp_status st = mp_tensor_empty(s->shape, s->ndim, odt, s->storage->device, out);
         if (st != MP_OK)
             return st;
     }
@@ -145,13 +145,11 @@ static mp_status sum_mean(int mean, mp_tensor *a, uint32_t mask, int keepdim, in
 
 mp_status mp_op_sum(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp_tensor **out)
 {
-    MP_HOST_ONLY("sum", a);
     return sum_mean(0, a, dim_mask, keepdim, dtype, out);
 }
 
 mp_status mp_op_mean(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp_tensor **out)
 {
-    MP_HOST_ONLY("mean", a);
     return sum_mean(1, a, dim_mask, keepdim, dtype, out);
 }
 

@@ -4,6 +4,7 @@
  * Philox block (offset + i / 4), word i % 4, so the backward regenerates the same mask from
  * (seed, offset) instead of saving it. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../cpu/dispatch.h"
@@ -114,7 +115,8 @@ static mp_status cat_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
         const int64_t *shape = mp_node_in_shape(n, i, &nd);
         mp_tensor *r = NULL;
         if (!stack && legacy_empty(shape, nd) && g->ndim != 1)
-            st = n->next[i].node ? mp_tensor_empty(shape, nd, g->dtype, MP_DEVICE_CPU, &gin[i])
+            st = n->next[i].node ? mp_tensor_empty(shape, nd, g->dtype, g->storage->device,
+                                                   &gin[i])
                                  : MP_OK;
         else if ((st = region_of(g, stack, dim, i, shape, nd, &off, &r)) == MP_OK &&
                  n->next[i].node)
@@ -133,13 +135,15 @@ static mp_status join(mp_tensor *const *ts, int n, int64_t dim, int stack, mp_te
         return stack ? mp_error(MP_ERR_RUNTIME, "stack expects a non-empty TensorList")
                      : mp_error(MP_ERR_VALUE, "torch.cat(): expected a non-empty list of "
                                 "Tensors");
-    mp_status st = stack ? stack_shape(ts, n, dim, shape, &nd, &wdim)
-                         : cat_shape(ts, n, dim, shape, &nd, &wdim);
+    mp_status st = mp_check_same_device(ts, n, ts[0]->storage->device, 0);
+    if (st == MP_OK)
+        st = stack ? stack_shape(ts, n, dim, shape, &nd, &wdim)
+                   : cat_shape(ts, n, dim, shape, &nd, &wdim);
     mp_dtype dt = ts[0]->dtype;
     for (int i = 1; i < n; i++)
         dt = mp_promote_types(dt, ts[i]->dtype);
     if (st == MP_OK)
-        st = mp_tensor_empty(shape, nd, dt, MP_DEVICE_CPU, out);
+        st = mp_tensor_empty(shape, nd, dt, ts[0]->storage->device, out);
     for (int i = 0; i < n && st == MP_OK; i++) {
         mp_tensor *r = NULL;
         if (!stack && legacy_empty(ts[i]->shape, ts[i]->ndim))
@@ -175,13 +179,62 @@ mp_status mp_op_stack(mp_tensor *const *ts, int n, int64_t dim, mp_tensor **out)
 
 /* ---- embedding ---- */
 
-/* Every index in [0, rows); the first one that is not, in the error. */
-static mp_status check_indices(const int64_t *idx, int64_t n, int64_t rows)
+/* Every index in [0, rows); the first one that is not, in the message (as the kernel reads
+ * the indices where they live, the check runs there too, and a bad index fails the call). */
+static mp_status check_indices(const int64_t *idx, int64_t n, int64_t rows, mp_msg *msg)
 {
     for (int64_t i = 0; i < n; i++)
-        if (idx[i] < 0 || idx[i] >= rows)
-            return mp_error(MP_ERR_INDEX, "index out of range in self (embedding: index %lld "
-                            "with %lld rows)", (long long)idx[i], (long long)rows);
+        if (idx[i] < 0 || idx[i] >= rows) {
+            snprintf(msg->text, sizeof msg->text, "index out of range in self (embedding: "
+                     "index %lld with %lld rows)", (long long)idx[i], (long long)rows);
+            return MP_ERR_INDEX;
+        }
+    return MP_OK;
+}
+
+typedef struct {
+    int64_t count, rows, d, pad;
+    size_t row_bytes;
+} embed_args;
+
+/* The MP_KERNEL_EMBEDDING kernel: buffers the indices (count int64), the contiguous weight
+ * (rows x d), the output (count x d). */
+static mp_status run_gather(void *const *buf, const void *args, mp_msg *msg)
+{
+    const embed_args *a = args;
+    const int64_t *ix = buf[0];
+    const char *src = buf[1];
+    char *dst = buf[2];
+    mp_status st = check_indices(ix, a->count, a->rows, msg);
+    if (st != MP_OK)
+        return st;
+    for (int64_t i = 0; i < a->count; i++)
+        memcpy(dst + (size_t)i * a->row_bytes, src + (size_t)ix[i] * a->row_bytes,
+               a->row_bytes);
+    return MP_OK;
+}
+
+/* The MP_KERNEL_EMBEDDING_BACKWARD kernel: buffers the indices, the fp32 contiguous gradient
+ * (count x d), the zeroed fp32 weight gradient (rows x d): rows added in index order, so the
+ * result is deterministic; padding_idx rows get nothing. */
+static mp_status run_scatter(void *const *buf, const void *args, mp_msg *msg)
+{
+    const embed_args *a = args;
+    const int64_t *ix = buf[0];
+    const float *src = buf[1];
+    float *dst = buf[2];
+    /* indices are checked again: the caller may have changed them since the forward */
+    mp_status st = check_indices(ix, a->count, a->rows, msg);
+    if (st != MP_OK)
+        return st;
+    for (int64_t i = 0; i < a->count; i++) {
+        if (ix[i] == a->pad)
+            continue;
+        float *row = dst + ix[i] * a->d;
+        const float *gr = src + i * a->d;
+        for (int64_t j = 0; j < a->d; j++)
+            row[j] += gr[j];
+    }
     return MP_OK;
 }
 
@@ -192,25 +245,15 @@ static mp_status embedding_backward(mp_node *n, mp_tensor **gout, mp_tensor **gi
     const int64_t *wshape = mp_node_in_shape(n, 0, &wnd);
     if (!idx)
         return MP_ERR_RUNTIME;
-    int64_t rows = wshape[0], d = wshape[1], count = mp_tensor_numel(idx), pad = n->iargs[0];
-    const int64_t *ix = mp_tensor_data(idx);
-    /* indices are checked again: the caller may have changed them since the forward */
-    mp_status st = check_indices(ix, count, rows);
+    embed_args a = {mp_tensor_numel(idx), wshape[0], wshape[1], n->iargs[0], 0};
+    mp_status st = mp_tensor_cast(gout[0], MP_DTYPE_FLOAT32, &g);
     if (st == MP_OK)
-        st = mp_tensor_cast(gout[0], MP_DTYPE_FLOAT32, &g);
-    if (st == MP_OK)
-        st = mp_tensor_full(wshape, wnd, MP_DTYPE_FLOAT32, 0.0, &gin[0]);
+        st = mp_tensor_full_on(wshape, wnd, MP_DTYPE_FLOAT32, 0.0, idx->storage->device,
+                               &gin[0]);
     if (st == MP_OK) {
-        const float *src = mp_tensor_data(g);
-        float *dst = mp_tensor_data(gin[0]);
-        for (int64_t i = 0; i < count; i++) {
-            if (ix[i] == pad)
-                continue;
-            float *row = dst + ix[i] * d;
-            const float *gr = src + i * d;
-            for (int64_t j = 0; j < d; j++)
-                row[j] += gr[j];
-        }
+        mp_tensor *ts[3] = {idx, g, gin[0]};
+        st = mp_launch_tensors(idx->storage->device, MP_KERNEL_EMBEDDING_BACKWARD, 3, ts,
+                               run_scatter, &a);
     }
     mp_tensor_decref(g);
     return st;
@@ -222,21 +265,22 @@ static mp_status embedding_gather(mp_tensor *weight, mp_tensor *idx, mp_tensor *
     mp_status st = mp_tensor_contiguous(weight, &w);
     if (st != MP_OK)
         return st;
-    size_t row = (size_t)weight->shape[1] * mp_dtype_size(weight->dtype);
-    const int64_t *ix = mp_tensor_data(idx);
-    const char *src = mp_tensor_data(w);
-    char *dst = mp_tensor_data(out);
-    for (int64_t i = 0, n = mp_tensor_numel(idx); i < n; i++)
-        memcpy(dst + (size_t)i * row, src + (size_t)ix[i] * row, row);
+    embed_args a = {mp_tensor_numel(idx), weight->shape[0], weight->shape[1], -1,
+                    (size_t)weight->shape[1] * mp_dtype_size(weight->dtype)};
+    mp_tensor *ts[3] = {idx, w, out};
+    st = mp_launch_tensors(out->storage->device, MP_KERNEL_EMBEDDING, 3, ts, run_gather, &a);
     mp_tensor_decref(w);
-    return MP_OK;
+    return st;
 }
 
 mp_status mp_op_embedding(mp_tensor *weight, mp_tensor *indices, int64_t padding_idx,
                           mp_tensor **out)
 {
-    MP_HOST_ONLY("embedding", weight, indices);
     *out = NULL;
+    mp_tensor *devs[2] = {weight, indices};
+    mp_status st = mp_check_same_device(devs, 2, weight->storage->device, 0);
+    if (st != MP_OK)
+        return st;
     if (weight->ndim != 2)
         return mp_error(MP_ERR_RUNTIME, "embedding: 'weight' must be 2-D, got a %d-D tensor",
                         weight->ndim);
@@ -251,11 +295,10 @@ mp_status mp_op_embedding(mp_tensor *weight, mp_tensor *indices, int64_t padding
     memcpy(shape, indices->shape, sizeof(int64_t) * (size_t)indices->ndim);
     shape[indices->ndim] = weight->shape[1];
     mp_tensor *idx = NULL;
-    mp_status st = mp_tensor_contiguous(indices, &idx);
+    st = mp_tensor_contiguous(indices, &idx);
     if (st == MP_OK)
-        st = check_indices(mp_tensor_data(idx), mp_tensor_numel(idx), weight->shape[0]);
-    if (st == MP_OK)
-        st = mp_tensor_empty(shape, indices->ndim + 1, weight->dtype, MP_DEVICE_CPU, out);
+        st = mp_tensor_empty(shape, indices->ndim + 1, weight->dtype, weight->storage->device,
+                             out);
     if (st == MP_OK)
         st = embedding_gather(weight, idx, *out);
     mp_node *node = NULL;
@@ -278,27 +321,37 @@ mp_status mp_op_embedding(mp_tensor *weight, mp_tensor *indices, int64_t padding
 
 #define DROP_CHUNK 256      /* a multiple of 4: chunks start on Philox block boundaries */
 
-/* dst = src * mask, both contiguous with the same shape; mask is 1/(1-p) where element i's
- * uniform draw is below 1 - p, else 0 (so NaN * 0 stays NaN, as torch's multiply). */
-static void apply_mask(mp_tensor *src, mp_tensor *dst, double p, uint64_t seed,
-                       uint64_t offset)
+typedef struct {
+    int64_t n;
+    mp_dtype sdt, ddt;
+    double p;
+    uint64_t seed, offset;
+} drop_args;
+
+/* The MP_KERNEL_DROPOUT kernel: dst = src * mask, both contiguous (buffers src, dst); mask
+ * is 1/(1-p) where element i's uniform draw is below 1 - p, else 0 (so NaN * 0 stays NaN, as
+ * torch's multiply). */
+static mp_status run_dropout(void *const *bufs, const void *args, mp_msg *msg)
 {
+    const drop_args *a = args;
     const mp_cpu_kernels *k = mp_cpu();
     float buf[DROP_CHUNK];
     uint32_t words[DROP_CHUNK + 4];     /* + 4: the last block may pass m */
-    int64_t n = mp_tensor_numel(src);
-    size_t ssz = mp_dtype_size(src->dtype), dsz = mp_dtype_size(dst->dtype);
-    const char *s = mp_tensor_data(src);
-    char *d = mp_tensor_data(dst);
+    int64_t n = a->n;
+    double p = a->p;
+    size_t ssz = mp_dtype_size(a->sdt), dsz = mp_dtype_size(a->ddt);
+    const char *s = bufs[0];
+    char *d = bufs[1];
     double keep = 1.0 - p;
     float scale = p < 1.0 ? (float)(1.0 / keep) : 0.0f;
     uint32_t below = (uint32_t)ceil(keep * 16777216.0);
+    (void)msg;
     for (int64_t i0 = 0; i0 < n; i0 += DROP_CHUNK) {
         int64_t m = n - i0 < DROP_CHUNK ? n - i0 : DROP_CHUNK;
         const char *sp = s + (size_t)i0 * ssz;
-        if (src->dtype == MP_DTYPE_FLOAT16)
+        if (a->sdt == MP_DTYPE_FLOAT16)
             k->f16_to_f32((const mp_half *)sp, buf, (size_t)m);
-        else if (src->dtype == MP_DTYPE_BFLOAT16)
+        else if (a->sdt == MP_DTYPE_BFLOAT16)
             k->bf16_to_f32((const mp_bf16 *)sp, buf, (size_t)m);
         else
             memcpy(buf, sp, (size_t)m * sizeof(float));
@@ -306,7 +359,7 @@ static void apply_mask(mp_tensor *src, mp_tensor *dst, double p, uint64_t seed,
             /* the chunk's Philox words first, then one branch-free (vectorisable) pass:
              * u = (w >> 8) / 2^24 < keep  <=>  (w >> 8) < ceil(keep * 2^24) */
             for (int64_t j = 0; j < m; j += 4)
-                mp_philox(seed, offset + (uint64_t)((i0 + j) / 4), &words[j]);
+                mp_philox(a->seed, a->offset + (uint64_t)((i0 + j) / 4), &words[j]);
             for (int64_t i = 0; i < m; i++)
                 buf[i] *= (words[i] >> 8) < below ? scale : 0.0f;
         } else {
@@ -314,24 +367,34 @@ static void apply_mask(mp_tensor *src, mp_tensor *dst, double p, uint64_t seed,
                 buf[i] *= scale;
         }
         char *dp = d + (size_t)i0 * dsz;
-        if (dst->dtype == MP_DTYPE_FLOAT16)
+        if (a->ddt == MP_DTYPE_FLOAT16)
             k->f32_to_f16(buf, (mp_half *)dp, (size_t)m);
-        else if (dst->dtype == MP_DTYPE_BFLOAT16)
+        else if (a->ddt == MP_DTYPE_BFLOAT16)
             k->f32_to_bf16(buf, (mp_bf16 *)dp, (size_t)m);
         else
             memcpy(dp, buf, (size_t)m * sizeof(float));
     }
+    return MP_OK;
 }
 
-/* out (new, contiguous, dtype dt) = a * mask */
+/* out (new, contiguous, dtype dt) = a * mask, on a's device */
 static mp_status masked(mp_tensor *a, mp_dtype dt, double p, uint64_t seed, uint64_t offset,
                         mp_tensor **out)
 {
     mp_tensor *src = NULL;
     mp_status st = mp_tensor_contiguous(a, &src);
-    if (st == MP_OK && (st = mp_tensor_empty(a->shape, a->ndim, dt, MP_DEVICE_CPU, out)) ==
-        MP_OK)
-        apply_mask(src, *out, p, seed, offset);
+    if (st == MP_OK)
+        st = mp_tensor_empty(a->shape, a->ndim, dt, a->storage->device, out);
+    if (st == MP_OK) {
+        drop_args args = {mp_tensor_numel(src), src->dtype, dt, p, seed, offset};
+        mp_tensor *ts[2] = {src, *out};
+        st = mp_launch_tensors(a->storage->device, MP_KERNEL_DROPOUT, 2, ts, run_dropout,
+                               &args);
+        if (st != MP_OK) {
+            mp_tensor_decref(*out);
+            *out = NULL;
+        }
+    }
     mp_tensor_decref(src);
     return st;
 }
@@ -356,7 +419,6 @@ static mp_status dropout_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 mp_status mp_op_dropout(mp_tensor *a, double p, uint64_t seed, uint64_t offset,
                         mp_tensor **out, uint64_t *blocks_used)
 {
-    MP_HOST_ONLY("dropout", a);
     *out = NULL;
     *blocks_used = 0;
     if (!(p >= 0.0 && p <= 1.0))

@@ -68,7 +68,6 @@ static mp_status softmax_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out)
 {
-    MP_HOST_ONLY("softmax", a);
     *out = NULL;
     int d, log_form = log != 0;
     if (!mp_dtype_is_float(a->dtype))

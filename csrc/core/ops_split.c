@@ -28,7 +28,11 @@ static mp_status split_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     int nd, dim = (int)n->iargs[0], unbind = (int)n->iargs[1];
     const int64_t *shape = mp_node_in_shape(n, 0, &nd);
     const split_ctx *c = n->ctx;
-    mp_status st = mp_tensor_empty(shape, nd, n->in_dtypes[0], MP_DEVICE_CPU, &gin[0]);
+    mp_device dev = MP_DEVICE_CPU;     /* the input's: where its pieces' gradients are */
+    for (int i = n->n_outputs - 1; i >= 0; i--)
+        if (gout[i])
+            dev = gout[i]->storage->device;
+    mp_status st = mp_tensor_empty(shape, nd, n->in_dtypes[0], dev, &gin[0]);
     mp_scalar zero = {0.0, 0, 1};
     for (int64_t i = 0, off = 0; i < n->n_outputs && st == MP_OK; i++) {
         mp_tensor *region = NULL;
@@ -97,7 +101,6 @@ static mp_status check_sizes(const mp_tensor *a, int dim, const int64_t *sizes, 
 mp_status mp_op_split(mp_tensor *a, int64_t dim, const int64_t *sizes, int n, int with_sizes,
                       mp_tensor **outs)
 {
-    MP_HOST_ONLY("split", a);
     int d = 0;
     if (a->ndim == 0)
         return mp_error(MP_ERR_RUNTIME, "split expects at least a 1-dimensional tensor");
@@ -121,7 +124,6 @@ mp_status mp_op_split(mp_tensor *a, int64_t dim, const int64_t *sizes, int n, in
 
 mp_status mp_op_unbind(mp_tensor *a, int64_t dim, mp_tensor **outs)
 {
-    MP_HOST_ONLY("unbind", a);
     int d = 0;
     if (a->ndim == 0)
         return mp_error(MP_ERR_INDEX, "Dimension specified as %lld but tensor has no dimensions",

@@ -20,6 +20,10 @@ mp_status mp_scaler_unscale_(mp_tensor **grads, int n, mp_tensor *found_inf,
 mp_status mp_scaler_update(mp_tensor *scale, mp_tensor *tracker, mp_tensor *found_inf,
                            double growth_factor, double backoff_factor, int64_t interval);
 
+/* out = 1 / scale (reciprocal in double, stored as fp32, as torch); both 1-element fp32 on one
+ * device. */
+mp_status mp_scaler_inv_scale(mp_tensor *out, mp_tensor *scale);
+
 /* ---- optim.c ---- */
 
 typedef struct {
@@ -37,9 +41,19 @@ typedef struct {
  * *blocks_used: Philox blocks consumed (0 without stochastic rounding). */
 mp_status mp_optim_sgd_step(const mp_optim_group *g, mp_tensor **bufs, int first,
                             const mp_sgd_hyper *h, uint64_t *blocks_used);
-/* m, v: n fp32 moments; vmax: n fp32 (amsgrad) or NULL. */
+/* Adam's step counts kept on the parameters' device (torch's fused/capturable layout): one
+ * 1-element fp32 tensor per parameter, incremented in the kernel unless found_inf is set, and
+ * step_size / bias_correction2_sqrt computed there from it (lr, beta1, beta2 in double). */
+typedef struct {
+    mp_tensor **t;
+    double lr, beta1, beta2;
+} mp_adam_steps;
+
+/* m, v: n fp32 moments; vmax: n fp32 (amsgrad) or NULL. steps: NULL (h carries step_size and
+ * bias_correction2_sqrt for the step count Python holds), or device step counts. */
 mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor **v,
-                             mp_tensor **vmax, const mp_adam_hyper *h, uint64_t *blocks_used);
+                             mp_tensor **vmax, const mp_adam_hyper *h,
+                             const mp_adam_steps *steps, uint64_t *blocks_used);
 
 /* RMSprop: sq (square_avg) always; ga (grad_avg) when centered, bufs (momentum_buffer) when
  * momentum > 0, else NULL. */

@@ -105,52 +105,89 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
     }
 }
 
+/* The MP_KERNEL_SUM_STORE kernel: buffer 0 the accumulator (n doubles, or int64 when
+ * int_acc), buffer 1 the contiguous output of dtype dt. */
+typedef struct {
+    int64_t n;
+    mp_dtype dt;
+    int int_acc;
+} store_args;
+
+static mp_status run_store(void *const *buf, const void *args, mp_msg *msg)
+{
+    const store_args *a = args;
+    const double *acc = buf[0];
+    char *dst = buf[1];
+    size_t sz = mp_dtype_size(a->dt);
+    int is_int = mp_dtype_is_integral(a->dt);
+    (void)msg;
+    for (int64_t i = 0; i < a->n; i++) {
+        int64_t iv = a->int_acc ? ((const int64_t *)(const void *)acc)[i] : (int64_t)acc[i];
+        mp_scalar v = {acc[i], iv, is_int};
+        mp_store_scalar(a->dt, dst + (size_t)i * sz, v);
+    }
+    return MP_OK;
+}
+
+static mp_status launch_store(mp_tensor *acc, mp_tensor *out, int int_acc)
+{
+    int64_t n = mp_tensor_numel(out);
+    store_args a = {n, out->dtype, int_acc};
+    void *buf[2] = {mp_tensor_data(acc), mp_tensor_data(out)};
+    int64_t nbytes[2] = {n * 8, n * (int64_t)mp_dtype_size(out->dtype)};
+    return mp_launch_bufs(out->storage->device, MP_KERNEL_SUM_STORE, 2, buf, nbytes, run_store,
+                          &a);
+}
+
+mp_status mp_store_f64(mp_tensor *acc, mp_tensor *out)
+{
+    return launch_store(acc, out, 0);
+}
+
 mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype out_dtype,
                         mp_tensor **out)
 {
-    MP_HOST_ONLY("reduce_sum", t);
     int64_t oshape[MP_MAX_DIMS], kshape[MP_MAX_DIMS], astrides[MP_MAX_DIMS];
     int ond, knd;
+    mp_device dev = t->storage->device;
     mp_reduced_shape(t, dim_mask, keepdim, oshape, &ond);
     mp_reduced_shape(t, dim_mask, 1, kshape, &knd);
-    int64_t onumel = 1;
-    for (int d = 0; d < ond; d++)
-        onumel *= oshape[d];
-    double *acc = calloc((size_t)(onumel ? onumel : 1), sizeof(double));
-    if (!acc)
-        return mp_error(MP_ERR_NOMEM, "out of memory for a reduction buffer");
+    /* the accumulator: 8-byte elements (doubles, or int64 sums) under an int64 header, on
+     * t's device; zero bits are 0.0 and 0 alike */
+    mp_tensor *acc = NULL, *accv = NULL;
+    mp_status st = mp_tensor_empty(kshape, knd, MP_DTYPE_INT64, dev, &acc);
+    if (st == MP_OK)
+        st = mp_tensor_fill_(acc, (mp_scalar){0.0, 0, 1});
+    if (st != MP_OK) {
+        mp_tensor_decref(acc);
+        return st;
+    }
     mp_contiguous_strides(kshape, knd, astrides);
     for (int d = 0; d < t->ndim; d++)
         if (dim_mask & (1u << d))
             astrides[d] = 0;
-    mp_storage *as = mp_storage_wrap(acc, (size_t)onumel * sizeof(double), MP_DEVICE_CPU,
-                                     free, acc);
-    if (!as) {
-        free(acc);
+    accv = mp_tensor_on_storage(acc->storage, MP_DTYPE_INT64, t->shape, astrides, t->ndim, 0);
+    if (!accv) {
+        mp_tensor_decref(acc);
         return MP_ERR_NOMEM;
     }
-    /* an int64 header gives the 8-byte element size of the double accumulator */
-    mp_tensor *accv = mp_tensor_on_storage(as, MP_DTYPE_INT64, t->shape, astrides, t->ndim, 0);
-    mp_storage_decref(as);
-    if (!accv)
-        return MP_ERR_NOMEM;
     mp_tensor *ops[2] = {accv, t};
     mp_iter it;
     int int_acc = !mp_dtype_is_float(t->dtype) && out_dtype == MP_DTYPE_INT64;
     sum_ctx c = {t->dtype, mp_cpu(), int_acc};
     mp_iter_init(&it, ops, 2);
-    mp_iter_run(&it, sum_run, &c);
-    mp_status st = mp_tensor_empty(oshape, ond, out_dtype, MP_DEVICE_CPU, out);
+    mp_iter_kernel k = {MP_KERNEL_SUM, &it, sum_run, &c, 0};
+    st = mp_launch_iter(dev, &k);
+    if (st == MP_OK)
+        st = mp_tensor_empty(oshape, ond, out_dtype, dev, out);
     if (st == MP_OK) {
-        char *dst = mp_tensor_data(*out);
-        size_t sz = mp_dtype_size(out_dtype);
-        int is_int = mp_dtype_is_integral(out_dtype);
-        for (int64_t i = 0; i < onumel; i++) {
-            int64_t iv = int_acc ? ((const int64_t *)(const void *)acc)[i] : (int64_t)acc[i];
-            mp_scalar v = {acc[i], iv, is_int};
-            mp_store_scalar(out_dtype, dst + (size_t)i * sz, v);
+        st = launch_store(acc, *out, int_acc);
+        if (st != MP_OK) {
+            mp_tensor_decref(*out);
+            *out = NULL;
         }
     }
     mp_tensor_decref(accv);
+    mp_tensor_decref(acc);
     return st;
 }

@@ -6,6 +6,10 @@
 
 #include "tensor.h"
 
+/* out (contiguous, any dtype) = the numel(out) doubles held in acc (a contiguous tensor of
+ * 8-byte elements, e.g. an int64 header over double accumulators), rounded once; on their
+ * device. */
+mp_status mp_store_f64(mp_tensor *acc, mp_tensor *out);
 mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype out_dtype,
                         mp_tensor **out);
 /* Output shape of a reduction. */

@@ -4,6 +4,7 @@
 #include "rows.h"
 #include "backend.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,6 @@ void mp_rows_shape(const int64_t *shape, int ndim, int dim, int64_t *out)
 
 mp_status mp_rows_of(mp_tensor *a, int dim, mp_tensor **rows)
 {
-    MP_HOST_ONLY("rows_of", a);
     if (a->ndim == 0 || dim == a->ndim - 1)
         return mp_tensor_contiguous(a, rows);
     int64_t perm[MP_MAX_DIMS], inv[MP_MAX_DIMS];
@@ -95,7 +95,6 @@ mp_status mp_rows_of(mp_tensor *a, int dim, mp_tensor **rows)
 
 mp_status mp_rows_restore(mp_tensor *rows, int dim, mp_tensor **out)
 {
-    MP_HOST_ONLY("rows_restore", rows);
     if (rows->ndim == 0 || dim == rows->ndim - 1) {
         mp_tensor_incref(rows);
         *out = rows;
@@ -148,47 +147,96 @@ void mp_row_store(mp_dtype dt, void *data, int64_t r, int64_t len, const float *
     }
 }
 
-static void run_rows(mp_tensor *const *rows, int n_in, mp_tensor *orows, int64_t nrows,
-                     int64_t len, float *bufs, mp_row_fn fn, void *ctx)
+/* The MP_KERNEL_ROWS kernel. Buffers: the n_in row inputs, the output rows, then the aux
+ * buffers, whose (translated) addresses are written into the ctx fields aux->slot[i] before
+ * the rows run, so the row function only ever sees addresses it may touch. */
+typedef struct {
+    int n_in;
+    mp_dtype dt[MP_ROWS_MAX_IN + 1];   /* inputs, then the output */
+    int64_t nrows, len;
+    mp_row_fn fn;
+    void *ctx;
+    const mp_row_aux *aux;
+} rows_args;
+
+static mp_status run_rows(void *const *buf, const void *vargs, mp_msg *msg)
 {
-    const float *in[MP_ROWS_MAX_IN];
-    float *obuf = bufs + (size_t)n_in * (size_t)len;
-    void *odata = mp_tensor_data(orows);
-    int direct = orows->dtype == MP_DTYPE_FLOAT32;
-    for (int64_t r = 0; r < nrows; r++) {
-        for (int k = 0; k < n_in; k++)
-            in[k] = mp_row_load(rows[k]->dtype, mp_tensor_data(rows[k]), r, len,
-                                bufs + (size_t)k * (size_t)len);
-        float *dst = direct ? (float *)odata + r * len : obuf;
-        fn(in, dst, len, r, ctx);
-        if (!direct)
-            mp_row_store(orows->dtype, odata, r, len, dst);
+    const rows_args *a = vargs;
+    int64_t len = a->len;
+    if (a->aux)
+        for (int i = 0; i < a->aux->n; i++)
+            *a->aux->slot[i] = buf[a->n_in + 1 + i];
+    float *bufs = malloc(sizeof(float) * (size_t)(a->n_in + 1) * (size_t)(len + 1));
+    if (!bufs) {
+        snprintf(msg->text, sizeof msg->text, "out of memory for a row buffer");
+        return MP_ERR_NOMEM;
     }
+    const float *in[MP_ROWS_MAX_IN];
+    float *obuf = bufs + (size_t)a->n_in * (size_t)len;
+    mp_dtype odt = a->dt[a->n_in];
+    void *odata = buf[a->n_in];
+    int direct = odt == MP_DTYPE_FLOAT32;
+    for (int64_t r = 0; r < a->nrows; r++) {
+        for (int k = 0; k < a->n_in; k++)
+            in[k] = mp_row_load(a->dt[k], buf[k], r, len, bufs + (size_t)k * (size_t)len);
+        float *dst = direct ? (float *)odata + r * len : obuf;
+        a->fn(in, dst, len, r, a->ctx);
+        if (!direct)
+            mp_row_store(odt, odata, r, len, dst);
+    }
+    free(bufs);
+    return MP_OK;
+}
+
+mp_status mp_rows_map_aux(mp_tensor *const *ins, int n_in, int dim, mp_dtype out_dtype,
+                          mp_row_fn fn, void *ctx, const mp_row_aux *aux, mp_tensor **out)
+{
+    mp_tensor *rows[MP_ROWS_MAX_IN] = {NULL}, *orows = NULL;
+    mp_tensor *a = ins[0];
+    mp_device dev = a->storage->device;
+    int64_t len = a->ndim ? a->shape[dim] : 1, numel = mp_tensor_numel(a);
+    int64_t nrows = len ? numel / len : 0;
+    int naux = aux ? aux->n : 0;
+    mp_status st = MP_OK;
+    *out = NULL;
+    mp_tensor *devs[MP_ROWS_MAX_IN + MP_ROWS_MAX_AUX];
+    for (int k = 0; k < n_in; k++)
+        devs[k] = ins[k];
+    for (int i = 0; i < naux; i++)
+        devs[n_in + i] = aux->t[i];
+    if ((st = mp_check_same_device(devs, n_in + naux, dev, 0)) != MP_OK)
+        return st;
+    for (int k = 0; k < n_in && st == MP_OK; k++)
+        st = mp_rows_of(ins[k], dim, &rows[k]);
+    if (st == MP_OK)
+        st = mp_tensor_empty(rows[0]->shape, a->ndim, out_dtype, dev, &orows);
+    if (st == MP_OK) {
+        void *ptr[MP_ROWS_MAX_IN + 1 + MP_ROWS_MAX_AUX];
+        int64_t nbytes[MP_ROWS_MAX_IN + 1 + MP_ROWS_MAX_AUX];
+        rows_args args = {n_in, {MP_DTYPE_FLOAT32}, nrows, len, fn, ctx, aux};
+        for (int k = 0; k <= n_in; k++) {
+            mp_tensor *t = k < n_in ? rows[k] : orows;
+            ptr[k] = mp_tensor_data(t);
+            nbytes[k] = mp_tensor_numel(t) * (int64_t)mp_dtype_size(t->dtype);
+            args.dt[k] = t->dtype;
+        }
+        for (int i = 0; i < naux; i++) {
+            ptr[n_in + 1 + i] = mp_tensor_data(aux->t[i]);
+            nbytes[n_in + 1 + i] = mp_tensor_numel(aux->t[i]) *
+                                   (int64_t)mp_dtype_size(aux->t[i]->dtype);
+        }
+        st = mp_launch_bufs(dev, MP_KERNEL_ROWS, n_in + 1 + naux, ptr, nbytes, run_rows, &args);
+    }
+    if (st == MP_OK)
+        st = mp_rows_restore(orows, dim, out);
+    for (int k = 0; k < n_in; k++)
+        mp_tensor_decref(rows[k]);
+    mp_tensor_decref(orows);
+    return st;
 }
 
 mp_status mp_rows_map(mp_tensor *const *ins, int n_in, int dim, mp_dtype out_dtype,
                       mp_row_fn fn, void *ctx, mp_tensor **out)
 {
-    mp_tensor *rows[MP_ROWS_MAX_IN] = {NULL}, *orows = NULL;
-    mp_tensor *a = ins[0];
-    int64_t len = a->ndim ? a->shape[dim] : 1, numel = mp_tensor_numel(a);
-    int64_t nrows = len ? numel / len : 0;
-    float *bufs = NULL;
-    mp_status st = MP_OK;
-    *out = NULL;
-    for (int k = 0; k < n_in && st == MP_OK; k++)
-        st = mp_rows_of(ins[k], dim, &rows[k]);
-    if (st == MP_OK)
-        st = mp_tensor_empty(rows[0]->shape, a->ndim, out_dtype, MP_DEVICE_CPU, &orows);
-    if (st == MP_OK && !(bufs = malloc(sizeof(float) * (size_t)(n_in + 1) * (size_t)(len + 1))))
-        st = mp_error(MP_ERR_NOMEM, "out of memory for a row buffer");
-    if (st == MP_OK) {
-        run_rows(rows, n_in, orows, nrows, len, bufs, fn, ctx);
-        st = mp_rows_restore(orows, dim, out);
-    }
-    free(bufs);
-    for (int k = 0; k < n_in; k++)
-        mp_tensor_decref(rows[k]);
-    mp_tensor_decref(orows);
-    return st;
+    return mp_rows_map_aux(ins, n_in, dim, out_dtype, fn, ctx, NULL, out);
 }

@@ -29,6 +29,18 @@ typedef void (*mp_row_fn)(const float *const *in, float *out, int64_t len, int64
                           void *ctx);
 mp_status mp_rows_map(mp_tensor *const *ins, int n_in, int dim, mp_dtype out_dtype,
                       mp_row_fn fn, void *ctx, mp_tensor **out);
+/* The rows run as a kernel on the inputs' device (MP_KERNEL_ROWS), so ctx must not hold
+ * device addresses of its own: the tensors a row function reads or writes besides its rows
+ * (weights, per-row statistics, accumulators) are listed here, and the kernel stores each
+ * one's address, as the device hands it over, into *slot[i] (a field of ctx) first. */
+#define MP_ROWS_MAX_AUX 6
+typedef struct {
+    int n;
+    mp_tensor *t[MP_ROWS_MAX_AUX];
+    void **slot[MP_ROWS_MAX_AUX];
+} mp_row_aux;
+mp_status mp_rows_map_aux(mp_tensor *const *ins, int n_in, int dim, mp_dtype out_dtype,
+                          mp_row_fn fn, void *ctx, const mp_row_aux *aux, mp_tensor **out);
 
 /* Sum of x[0..n) (and of (x - c)^2) in double with four partial sums, so the adds overlap;
  * the order is fixed, so results do not depend on anything but the data. */

@@ -4,15 +4,21 @@
  * Owns no state: GradScaler (mpamp/amp/grad_scaler.py) keeps the scale and tracker tensors. */
 #include "optim.h"
 
+#include <stdlib.h>
+
+#include "backend.h"
+
 #include "../cpu/dispatch.h"
 #include "../cpu/parallel.h"
 
 #define CHUNK 1024
 
-static mp_status check_one(const mp_tensor *t, mp_dtype dt, const char *name, const char *kind)
+static mp_status check_one(const mp_tensor *t, mp_dtype dt, mp_device dev, const char *name,
+                           const char *kind)
 {
-    if (t->storage->device != MP_DEVICE_CPU)
-        return mp_error(MP_ERR_RUNTIME, "%s must be a CPU tensor.", name);
+    if (t->storage->device != dev)
+        return mp_error(MP_ERR_RUNTIME, "%s must be a %s tensor.", name,
+                        dev == MP_DEVICE_CPU ? "CPU" : "CUDA");
     if (mp_tensor_numel(t) != 1)
         return mp_error(MP_ERR_RUNTIME, "%s must be a 1-element tensor.", name);
     if (t->dtype != dt)
@@ -35,22 +41,21 @@ static int check_f32(float *g, int64_t n, float inv, int write)
 }
 
 /* Elements [b, e) of an fp16/bf16 gradient, through fp32 chunks. */
-static int check_half(mp_tensor *t, int64_t b, int64_t e, float inv, int write)
+static int check_half(void *data, mp_dtype dt, int64_t b, int64_t e, float inv, int write)
 {
     const mp_cpu_kernels *k = mp_cpu();
-    void *data = mp_tensor_data(t);
     float buf[CHUNK];
     int found = 0;
     for (int64_t s = b; s < e; s += CHUNK) {
         int64_t len = e - s < CHUNK ? e - s : CHUNK;
-        if (t->dtype == MP_DTYPE_FLOAT16)
+        if (dt == MP_DTYPE_FLOAT16)
             k->f16_to_f32((const mp_half *)data + s, buf, (size_t)len);
         else
             k->bf16_to_f32((const mp_bf16 *)data + s, buf, (size_t)len);
         found |= check_f32(buf, len, inv, write);
         if (!write || inv == 1.0f)
             continue;
-        if (t->dtype == MP_DTYPE_FLOAT16)
+        if (dt == MP_DTYPE_FLOAT16)
             k->f32_to_f16(buf, (mp_half *)data + s, (size_t)len);
         else
             k->f32_to_bf16(buf, (mp_bf16 *)data + s, (size_t)len);
@@ -63,7 +68,8 @@ static int check_half(mp_tensor *t, int64_t b, int64_t e, float inv, int write)
 #define UNSCALE_GRAIN (1 << 18)
 
 typedef struct {
-    mp_tensor *g;
+    void *g;
+    mp_dtype dt;
     float inv;
     int write;
     int found;
@@ -72,11 +78,37 @@ typedef struct {
 static void unscale_range(void *ctx, int64_t b, int64_t e)
 {
     unscale_job *j = ctx;
-    int f = j->g->dtype == MP_DTYPE_FLOAT32
-                ? check_f32((float *)mp_tensor_data(j->g) + b, e - b, j->inv, j->write)
-                : check_half(j->g, b, e, j->inv, j->write);
+    int f = j->dt == MP_DTYPE_FLOAT32
+                ? check_f32((float *)j->g + b, e - b, j->inv, j->write)
+                : check_half(j->g, j->dt, b, e, j->inv, j->write);
     if (f)
         __atomic_store_n(&j->found, 1, __ATOMIC_RELAXED);
+}
+
+/* The MP_KERNEL_UNSCALE kernel: buffers 0..n-1 the grads, n found_inf (fp32, set to 1 when
+ * a value is not finite, never cleared), n + 1 inv_scale (fp32) or absent. Every value is
+ * read on the device: no host number is involved. */
+typedef struct {
+    int n;
+    const mp_dtype *dt;
+    const int64_t *numel;
+} unscale_args;
+
+static mp_status run_unscale(void *const *buf, const void *args, mp_msg *msg)
+{
+    const unscale_args *a = args;
+    const float *inv_p = buf[a->n + 1];
+    float inv = inv_p ? *inv_p : 1.0f;
+    int write = inv_p != NULL, found = 0;
+    (void)msg;
+    for (int i = 0; i < a->n; i++) {
+        unscale_job job = {buf[i], a->dt[i], inv, write, 0};
+        mp_parallel_for(a->numel[i], UNSCALE_GRAIN, unscale_range, &job);
+        found |= job.found;
+    }
+    if (found)   /* never cleared: one found_inf accumulates over buckets */
+        *(float *)buf[a->n] = 1.0f;
+    return MP_OK;
 }
 
 mp_status mp_scaler_unscale_(mp_tensor **grads, int n, mp_tensor *found_inf,
@@ -85,48 +117,67 @@ mp_status mp_scaler_unscale_(mp_tensor **grads, int n, mp_tensor *found_inf,
     mp_status s;
     if (n == 0)
         return MP_OK;
-    if ((s = check_one(found_inf, MP_DTYPE_FLOAT32, "found_inf", " float")) != MP_OK)
+    mp_device dev = found_inf->storage->device;
+    if ((s = check_one(found_inf, MP_DTYPE_FLOAT32, dev, "found_inf", " float")) != MP_OK)
         return s;
-    if (inv_scale && (s = check_one(inv_scale, MP_DTYPE_FLOAT32, "inv_scale", " float")) != MP_OK)
+    if (inv_scale &&
+        (s = check_one(inv_scale, MP_DTYPE_FLOAT32, dev, "inv_scale", " float")) != MP_OK)
         return s;
     for (int i = 0; i < n; i++) {
-        if (grads[i]->storage->device != MP_DEVICE_CPU)
+        if (grads[i]->storage->device != dev)
             return mp_error(MP_ERR_RUNTIME, "scaled_grads must be on the same device.");
         if (!mp_tensor_is_contiguous(grads[i]))
             return mp_error(MP_ERR_RUNTIME, "one of scaled_grads was not a contiguous tensor.");
         if (!mp_dtype_is_float(grads[i]->dtype))
             return mp_error(MP_ERR_TYPE, "scaled_grads must be floating-point tensors.");
     }
-    float inv = inv_scale ? *(const float *)mp_tensor_data(inv_scale) : 1.0f;
-    int write = inv_scale != NULL, found = 0;
-    for (int i = 0; i < n; i++) {
-        unscale_job job = {grads[i], inv, write, 0};
-        mp_parallel_for(mp_tensor_numel(grads[i]), UNSCALE_GRAIN, unscale_range, &job);
-        found |= job.found;
+    size_t nb = (size_t)n + 2;
+    void **buf = malloc(nb * sizeof(void *));
+    int64_t *nbytes = malloc(nb * sizeof(int64_t)), *numel = malloc((size_t)n * sizeof(int64_t));
+    mp_dtype *dt = malloc((size_t)n * sizeof(mp_dtype));
+    if (!buf || !nbytes || !numel || !dt) {
+        s = mp_error(MP_ERR_NOMEM, "out of memory for the unscale launch");
+    } else {
+        for (int i = 0; i < n; i++) {
+            buf[i] = mp_tensor_data(grads[i]);
+            numel[i] = mp_tensor_numel(grads[i]);
+            dt[i] = grads[i]->dtype;
+            nbytes[i] = numel[i] * (int64_t)mp_dtype_size(dt[i]);
+        }
+        buf[n] = mp_tensor_data(found_inf);
+        buf[n + 1] = inv_scale ? mp_tensor_data(inv_scale) : NULL;
+        nbytes[n] = nbytes[n + 1] = 4;
+        unscale_args a = {n, dt, numel};
+        s = mp_launch_bufs(dev, MP_KERNEL_UNSCALE, n + 2, buf, nbytes, run_unscale, &a);
     }
-    if (found)   /* never cleared: one found_inf accumulates over buckets */
-        *(float *)mp_tensor_data(found_inf) = 1.0f;
-    return MP_OK;
+    free(buf);
+    free(nbytes);
+    free(numel);
+    free(dt);
+    return s;
 }
 
-mp_status mp_scaler_update(mp_tensor *scale, mp_tensor *tracker, mp_tensor *found_inf,
-                           double growth_factor, double backoff_factor, int64_t interval)
+/* The MP_KERNEL_SCALE_UPDATE kernel: buffers scale (fp32), growth tracker (int64),
+ * found_inf (fp32). */
+typedef struct {
+    double growth, backoff;
+    int64_t interval;
+} update_args;
+
+static mp_status run_update(void *const *buf, const void *args, mp_msg *msg)
 {
-    mp_status s;
-    if ((s = check_one(tracker, MP_DTYPE_INT64, "growth_tracker", "n int")) != MP_OK ||
-        (s = check_one(scale, MP_DTYPE_FLOAT32, "current_scale", " float")) != MP_OK ||
-        (s = check_one(found_inf, MP_DTYPE_FLOAT32, "found_inf", " float")) != MP_OK)
-        return s;
-    float *sc = (float *)mp_tensor_data(scale);
-    int64_t *tr = (int64_t *)mp_tensor_data(tracker);
-    if (*(const float *)mp_tensor_data(found_inf) != 0.0f) {
-        *sc = (float)((double)*sc * backoff_factor);
+    const update_args *a = args;
+    float *sc = buf[0];
+    int64_t *tr = buf[1];
+    (void)msg;
+    if (*(const float *)buf[2] != 0.0f) {
+        *sc = (float)((double)*sc * a->backoff);
         *tr = 0;
         return MP_OK;
     }
     int64_t successful = *tr + 1;
-    if (successful == interval) {
-        float grown = (float)((double)*sc * growth_factor);
+    if (successful == a->interval) {
+        float grown = (float)((double)*sc * a->growth);
         if (mp_f32_isfinite(grown))
             *sc = grown;
         *tr = 0;
@@ -134,4 +185,40 @@ mp_status mp_scaler_update(mp_tensor *scale, mp_tensor *tracker, mp_tensor *foun
         *tr = successful;
     }
     return MP_OK;
+}
+
+mp_status mp_scaler_update(mp_tensor *scale, mp_tensor *tracker, mp_tensor *found_inf,
+                           double growth_factor, double backoff_factor, int64_t interval)
+{
+    mp_status s;
+    mp_device dev = scale->storage->device;
+    if ((s = check_one(tracker, MP_DTYPE_INT64, dev, "growth_tracker", "n int")) != MP_OK ||
+        (s = check_one(scale, MP_DTYPE_FLOAT32, dev, "current_scale", " float")) != MP_OK ||
+        (s = check_one(found_inf, MP_DTYPE_FLOAT32, dev, "found_inf", " float")) != MP_OK)
+        return s;
+    void *buf[3] = {mp_tensor_data(scale), mp_tensor_data(tracker), mp_tensor_data(found_inf)};
+    int64_t nbytes[3] = {4, 8, 4};
+    update_args a = {growth_factor, backoff_factor, interval};
+    return mp_launch_bufs(dev, MP_KERNEL_SCALE_UPDATE, 3, buf, nbytes, run_update, &a);
+}
+
+/* The MP_KERNEL_INV_SCALE kernel: out = 1 / scale, the reciprocal taken in double and stored
+ * as fp32 (torch: scale.double().reciprocal().float()); 0 gives inf. */
+static mp_status run_inv(void *const *buf, const void *args, mp_msg *msg)
+{
+    (void)args, (void)msg;
+    *(float *)buf[0] = (float)(1.0 / (double)*(const float *)buf[1]);
+    return MP_OK;
+}
+
+mp_status mp_scaler_inv_scale(mp_tensor *out, mp_tensor *scale)
+{
+    mp_status s;
+    mp_device dev = scale->storage->device;
+    if ((s = check_one(scale, MP_DTYPE_FLOAT32, dev, "scale", " float")) != MP_OK ||
+        (s = check_one(out, MP_DTYPE_FLOAT32, dev, "inv_scale", " float")) != MP_OK)
+        return s;
+    void *buf[2] = {mp_tensor_data(out), mp_tensor_data(scale)};
+    int64_t nbytes[2] = {4, 4};
+    return mp_launch_bufs(dev, MP_KERNEL_INV_SCALE, 2, buf, nbytes, run_inv, NULL);
 }

@@ -5,6 +5,7 @@
 #include "sim.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -133,6 +134,45 @@ static mp_status sim_fill(const mp_iter *it, mp_dtype dt, const void *pattern, m
     return mp_backend_cpu()->fill(&rw, dt, pattern, msg);
 }
 
+/* Buffer kernels: every extent checked and rewritten to the alias, then the CPU function. */
+static mp_status sim_launch(const mp_buf_kernel *k, mp_msg *msg)
+{
+    if (!usable(msg))
+        return MP_ERR_CUDA;
+    void *stack[MP_KERNEL_STACK_BUFS];
+    void **rw = k->nbuf <= MP_KERNEL_STACK_BUFS ? stack : malloc(sizeof(void *) * (size_t)k->nbuf);
+    if (!rw) {
+        snprintf(msg->text, sizeof msg->text, "simulated GPU: out of host memory for a launch");
+        return MP_ERR_NOMEM;
+    }
+    mp_status st = MP_OK;
+    for (int i = 0; i < k->nbuf && st == MP_OK; i++) {
+        rw[i] = NULL;
+        if (!k->ptr[i] || k->hi[i] <= k->lo[i])
+            continue;                  /* absent or empty: nothing to touch */
+        char *a = mp_sim_translate(k->ptr[i], k->lo[i], k->hi[i]);
+        if (!a)
+            st = bad_pointer(msg, "a kernel buffer", k->ptr[i]);
+        rw[i] = a;
+    }
+    if (st == MP_OK)
+        st = k->run(rw, k->args, msg);
+    if (rw != stack)
+        free(rw);
+    return st;
+}
+
+static mp_status sim_iter(const mp_iter_kernel *k, mp_msg *msg)
+{
+    mp_iter rw;
+    mp_status st = prepare(k->it, &rw, msg);
+    if (st != MP_OK)
+        return st;
+    mp_iter_kernel c = *k;
+    c.it = &rw;
+    return mp_backend_cpu()->iter(&c, msg);
+}
+
 static const mp_backend sim = {
     .name = "cuda-sim",
     .device = MP_DEVICE_CUDA,
@@ -148,6 +188,8 @@ static const mp_backend sim = {
     .map = sim_map,
     .copy = sim_copy,
     .fill = sim_fill,
+    .launch = sim_launch,
+    .iter = sim_iter,
 };
 
 const mp_backend *mp_sim_backend(void)

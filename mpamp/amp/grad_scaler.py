@@ -12,6 +12,7 @@ import inspect
 import math
 import numbers
 import warnings
+import weakref
 from collections import abc, defaultdict
 from enum import Enum
 
@@ -19,6 +20,25 @@ from .. import _C
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["OptState", "GradScaler"]
+
+
+_GRAD_SCALER_KWARG = weakref.WeakKeyDictionary()   # step function -> accepts grad_scaler=
+
+
+def _takes_grad_scaler(step):
+    """Whether an optimizer's step accepts grad_scaler= (torch's deprecated protocol); the
+    signature is inspected once per function, not on every step."""
+    func = getattr(step, "__func__", step)
+    try:
+        return _GRAD_SCALER_KWARG[func]
+    except (KeyError, TypeError):   # not seen yet, or not weak-referenceable
+        pass
+    found = "grad_scaler" in inspect.signature(step).parameters
+    try:
+        _GRAD_SCALER_KWARG[func] = found
+    except TypeError:      # an unhashable callable: inspect it every time
+        pass
+    return found
 
 
 class OptState(Enum):
@@ -95,6 +115,7 @@ class GradScaler:
             self._stats = {"steps": 0, "skipped_steps": 0, "scale_updates": 0}
             self._min_scale = _check_min_scale(min_scale)
             self._warned_tiny_scale = False
+            self._skipped_on_device = None   # skipped fused steps, counted on the device
 
     def _check_scale_growth_tracker(self, funcname):
         fix = "This may indicate your script did not use scaler.scale(loss or outputs) earlier " \
@@ -175,10 +196,12 @@ class GradScaler:
         elif optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         assert self._scale is not None
-        # reciprocal in double, stored as float32 (fp32 division can be imprecise)
-        scale = self._note_scale(self._scale.item())
-        inv_scale = _full(1.0 / scale if scale != 0.0 else float("inf"), mpamp.float32,
-                          self._scale.device)
+        if self._scale.device.type == "cpu":     # host memory: reading it costs no sync
+            self._note_scale(self._scale.item())
+        # reciprocal in double, stored as float32, on the scale's device (torch:
+        # scale.double().reciprocal().float()); no host read of a device scale
+        inv_scale = _C._amp_inv_scale_(_full(0.0, mpamp.float32, self._scale.device),
+                                       self._scale)
         found_inf = _full(0.0, mpamp.float32, self._scale.device)
         optimizer_state["found_inf_per_device"] = self._unscale_grads_(
             optimizer, inv_scale, found_inf, False)
@@ -218,8 +241,7 @@ class GradScaler:
 
     def _step_amp_aware(self, optimizer, optimizer_state, *args, **kwargs):
         """torch's _step_supports_amp_scaling protocol: the optimizer unscales in its kernel."""
-        has_grad_scaler_kwarg = "grad_scaler" in inspect.signature(optimizer.step).parameters
-        if has_grad_scaler_kwarg:
+        if _takes_grad_scaler(optimizer.step):
             warnings.warn(
                 "GradScaler is going to stop passing itself as a keyword argument to the passed "
                 "optimizer. In the near future GradScaler registers `grad_scale: Tensor` and "
@@ -243,8 +265,12 @@ class GradScaler:
                                 else scaler * getattr(optimizer, "grad_scale", 1))
         optimizer.found_inf = found_inf
         self._stats["steps"] += 1
-        if found_inf.item():
-            self._stats["skipped_steps"] += 1
+        if found_inf.device.type == "cpu":       # free to read; a device count is summed there
+            self._stats["skipped_steps"] += found_inf.item() != 0.0
+        else:
+            skipped = found_inf.clamp(max=1.0)
+            self._skipped_on_device = skipped if self._skipped_on_device is None \
+                else self._skipped_on_device.add_(skipped)
         retval = optimizer.step(*args, **kwargs)
         optimizer_state["stage"] = OptState.STEPPED
         del optimizer.grad_scale
@@ -344,7 +370,10 @@ class GradScaler:
         """Extension: {'steps', 'skipped_steps', 'scale_history_len', 'scale'}."""
         if not self._enabled:
             return {"steps": 0, "skipped_steps": 0, "scale_history_len": 0, "scale": 1.0}
-        return {"steps": self._stats["steps"], "skipped_steps": self._stats["skipped_steps"],
+        skipped = self._stats["skipped_steps"]
+        if self._skipped_on_device is not None:     # read only when asked for (one copy)
+            skipped += int(self._skipped_on_device.item())
+        return {"steps": self._stats["steps"], "skipped_steps": skipped,
                 "scale_history_len": self._stats["scale_updates"],
                 "scale": self.get_scale()}
 
@@ -384,6 +413,8 @@ class GradScaler:
             state["_init_growth_tracker"] = self._get_growth_tracker()
             state["_scale"] = None
             state["_growth_tracker"] = None
+            state["_stats"] = dict(self._stats, skipped_steps=self.stats()["skipped_steps"])
+            state["_skipped_on_device"] = None
         return state
 
     def __setstate__(self, state):
@@ -391,6 +422,7 @@ class GradScaler:
         if self.__dict__.get("_enabled"):          # pickled before min_scale existed
             self.__dict__.setdefault("_min_scale", None)
             self.__dict__.setdefault("_warned_tiny_scale", False)
+            self.__dict__.setdefault("_skipped_on_device", None)
 
     def _check_inf_per_device(self, optimizer):
         """Record inf/NaN per device without unscaling."""

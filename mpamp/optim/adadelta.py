@@ -59,8 +59,8 @@ class Adadelta(Optimizer):
             if len(state) == 0 or "step" not in state:
                 shape = tuple(p.shape)
                 state["step"] = mpamp.zeros((), dtype=mpamp.float32)
-                state["square_avg"] = mpamp.zeros(shape, dtype=mpamp.float32)
-                state["acc_delta"] = mpamp.zeros(shape, dtype=mpamp.float32)
+                state["square_avg"] = mpamp.zeros(shape, dtype=mpamp.float32, device=p.device)
+                state["acc_delta"] = mpamp.zeros(shape, dtype=mpamp.float32, device=p.device)
             state["step"].fill_(state["step"].item() + 1)
             for lst, v in zip(lists, (p, p.grad, self._master(p, state), state["square_avg"],
                                       state["acc_delta"])):

@@ -57,7 +57,7 @@ class Adagrad(Optimizer):
         state = self.state[p]
         state["step"] = mpamp.zeros((), dtype=mpamp.float32)
         state["sum"] = mpamp.full(tuple(p.shape), float(group["initial_accumulator_value"]),
-                                  dtype=mpamp.float32)
+                                  dtype=mpamp.float32, device=p.device)
 
     def step(self, closure=None):
         """Perform a single optimization step."""

@@ -35,6 +35,7 @@ class Adam(Optimizer):
     """Adam, as torch.optim.Adam (always fused; decoupled_weight_decay=True gives AdamW)."""
 
     _step_supports_amp_scaling = True     # the fused kernel unscales and skips on inf
+    _device_step_counts = True            # CUDA params: steps counted on the device
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
@@ -59,9 +60,49 @@ class Adam(Optimizer):
             return loss
         with no_grad():
             for group in self.param_groups:
+                if group["params"] and group["params"][0].device.type != "cpu":
+                    self._device_step(group, grad_scale, found_inf)
+                    continue
                 for step, lists in self._buckets(group).items():
                     self._bucket_step(group, step, lists, grad_scale, found_inf)
         return loss
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        shape, dev = tuple(p.shape), p.device
+        state["step"] = mpamp.zeros((), dtype=mpamp.float32,
+                                    device=dev if dev.type != "cpu" else None)
+        state["exp_avg"] = mpamp.zeros(shape, dtype=mpamp.float32, device=dev)
+        state["exp_avg_sq"] = mpamp.zeros(shape, dtype=mpamp.float32, device=dev)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = mpamp.zeros(shape, dtype=mpamp.float32, device=dev)
+        return state
+
+    def _device_step(self, group, grad_scale, found_inf):
+        """Parameters on a CUDA device: one fused call whose kernel counts the steps there
+        and derives the bias corrections from them, so nothing is read on the host."""
+        lists = ([], [], [], [], [], [], [])   # params, grads, masters, m, v, vmax, steps
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            if len(state) == 0 or "step" not in state:
+                state = self._init_state(p, group)
+            for lst, v in zip(lists, (p, p.grad, self._master(p, state), state["exp_avg"],
+                                      state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+                                      state["step"])):
+                lst.append(v)
+        if not lists[0]:
+            return
+        ps, gs, ms, m1, m2, vmax, steps = lists
+        beta1, beta2 = (float(b) for b in group["betas"])
+        lr, wd = float(group["lr"]), float(group["weight_decay"])
+        amsgrad = bool(group["amsgrad"])
+        self._fused(_C._fused_adam_, ps, gs, _masters(ps, ms), grad_scale, found_inf, m1, m2,
+                    vmax if amsgrad else None, beta1, beta2, float(group["eps"]), wd,
+                    0.0, 0.0, 1.0 - lr * wd,
+                    bool(group.get("decoupled_weight_decay", False)), amsgrad,
+                    bool(group["maximize"]), steps, lr)
 
     def _buckets(self, group):
         """{new step count: (params, grads, masters, exp_avgs, exp_avg_sqs, max_sqs)}."""
@@ -71,11 +112,7 @@ class Adam(Optimizer):
                 continue
             state = self.state[p]
             if len(state) == 0 or "step" not in state:
-                state["step"] = mpamp.zeros((), dtype=mpamp.float32)
-                state["exp_avg"] = mpamp.zeros(tuple(p.shape), dtype=mpamp.float32)
-                state["exp_avg_sq"] = mpamp.zeros(tuple(p.shape), dtype=mpamp.float32)
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = mpamp.zeros(tuple(p.shape), dtype=mpamp.float32)
+                state = self._init_state(p, group)
             step = state["step"].item() + 1
             state["step"].fill_(step)
             lists = buckets.setdefault(step, ([], [], [], [], [], []))

@@ -38,6 +38,9 @@ class Optimizer:
     # found_inf (set by GradScaler.step) and unscales and skips itself, as mpamp's fused SGD,
     # Adam and AdamW do; for every other optimizer GradScaler.step unscales the gradients first.
     _step_supports_amp_scaling = False
+    # True when state["step"] lives on the parameter's device (Adam/AdamW: its fused kernel
+    # counts there); False keeps step counts on the host, as torch's non-fused optimizers.
+    _device_step_counts = False
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -161,7 +164,9 @@ class Optimizer:
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
-                state[id_map[k]] = {key: _load_value(val) for key, val in v.items()}
+                param = id_map[k]
+                state[param] = {key: _load_value(val, param, key, self._device_step_counts)
+                                for key, val in v.items()}
             else:
                 state[k] = v
         new_groups = []
@@ -178,15 +183,26 @@ class Optimizer:
             return closure()
 
     def _amp_args(self):
-        """(grad_scale, found_inf, skip) as set by GradScaler.step for this call."""
+        """(grad_scale, found_inf, skip) as set by GradScaler.step for this call. skip is read
+        on the host only for a CPU found_inf (free there); a device found_inf is read by the
+        fused kernel, which skips on the device, so the step costs no device-to-host copy."""
         grad_scale = getattr(self, "grad_scale", None)
         found_inf = getattr(self, "found_inf", None)
+        device = self._device()
         if found_inf is not None and not isinstance(found_inf, mpamp.Tensor):
-            found_inf = mpamp.full((), float(found_inf), dtype=mpamp.float32)
+            found_inf = mpamp.full((), float(found_inf), dtype=mpamp.float32, device=device)
         if grad_scale is not None and not isinstance(grad_scale, mpamp.Tensor):
-            grad_scale = mpamp.full((), float(grad_scale), dtype=mpamp.float32)
-        skip = found_inf is not None and found_inf.item() != 0.0
+            grad_scale = mpamp.full((), float(grad_scale), dtype=mpamp.float32, device=device)
+        skip = (found_inf is not None and found_inf.device.type == "cpu"
+                and found_inf.item() != 0.0)
         return grad_scale, found_inf, skip
+
+    def _device(self):
+        """The device of the first parameter (the fused kernels need one device per group)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                return p.device
+        return None
 
     def _fused(self, fn, params, grads, masters, grad_scale, found_inf, *rest):
         """One fused C call; stochastic rounding draws from the default Philox generator."""
@@ -221,7 +237,11 @@ def _masters(params, masters):
     return [m if m is not None else p for m, p in zip(masters, params)]
 
 
-def _load_value(val):
+def _load_value(val, param, key, device_steps):
+    """A loaded state value, as torch's _process_value_according_to_param_policy: tensors
+    become float32 on the parameter's device, except step counts of an optimizer that keeps
+    them on the host (device_steps False: all but Adam/AdamW, as torch's non-fused ones)."""
     if isinstance(val, mpamp.Tensor):
-        return val.detach().to(dtype=mpamp.float32).clone()
+        device = param.device if key != "step" or device_steps else "cpu"
+        return val.detach().to(device=device, dtype=mpamp.float32).clone()
     return deepcopy(val)

@@ -70,11 +70,12 @@ class RMSprop(Optimizer):
             if len(state) == 0 or "step" not in state:
                 shape = tuple(p.shape)
                 state["step"] = mpamp.zeros((), dtype=mpamp.float32)
-                state["square_avg"] = mpamp.zeros(shape, dtype=mpamp.float32)
+                state["square_avg"] = mpamp.zeros(shape, dtype=mpamp.float32, device=p.device)
                 if momentum > 0:
-                    state["momentum_buffer"] = mpamp.zeros(shape, dtype=mpamp.float32)
+                    state["momentum_buffer"] = mpamp.zeros(shape, dtype=mpamp.float32,
+                                                            device=p.device)
                 if centered:
-                    state["grad_avg"] = mpamp.zeros(shape, dtype=mpamp.float32)
+                    state["grad_avg"] = mpamp.zeros(shape, dtype=mpamp.float32, device=p.device)
             state["step"].fill_(state["step"].item() + 1)
             for lst, v in zip(lists, (p, p.grad, self._master(p, state), state["square_avg"],
                                       state.get("grad_avg"), state.get("momentum_buffer"))):

@@ -60,7 +60,7 @@ class SGD(Optimizer):
             buf = state.get("momentum_buffer") if momentum != 0 else None
             lists = fresh if (momentum != 0 and buf is None) else old
             if momentum != 0 and buf is None:
-                buf = mpamp.zeros(tuple(p.shape), dtype=mpamp.float32)
+                buf = mpamp.zeros(tuple(p.shape), dtype=mpamp.float32, device=p.device)
                 state["momentum_buffer"] = buf
             lists[0].append(p)
             lists[1].append(p.grad)
