@@ -44,9 +44,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("old", help="the other checkout (with its in-place build)")
     ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("rest", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    rest = a.rest[1:] if a.rest[:1] == ["--"] else a.rest
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    a = ap.parse_args(argv[:cut])
+    rest = argv[cut + 1:]
     new = os.path.dirname(HERE)
     samples = {"old": [], "new": []}
     for i in range(a.pairs):

@@ -71,12 +71,6 @@ static void aux_add(mp_row_aux *aux, mp_tensor *t, void *slot)
     aux->slot[aux->n++] = (void **)slot;
 }
 
-/* A zeroed accumulator of m doubles (8-byte elements under an int64 header) on dev. */
-static mp_status column_acc(int64_t m, mp_device dev, mp_tensor **out)
-{
-    mp_status st = mp_tensor_empty(&m, 1, MP_DTYPE_INT64, dev, out);
-    return st == MP_OK ? mp_tensor_fill_(*out, (mp_scalar){0.0, 0, 1}) : st;
-}
 
 /* gin[i] = the fp32 column sums acc in the shape of the node's input i. */
 static mp_status column_sums(mp_node *n, int i, mp_tensor *acc, mp_tensor **gin)
@@ -123,7 +117,7 @@ static mp_status ln_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     aux_add(&aux, rstd, &c.rstd);
     mp_status st = MP_OK;
     for (int i = 0; i < 2 && st == MP_OK; i++)
-        if (n->next[1 + i].node && (st = column_acc(shape2[1], dev, &acc[i])) == MP_OK)
+        if (n->next[1 + i].node && (st = mp_acc_zeros(&shape2[1], 1, dev, &acc[i])) == MP_OK)
             aux_add(&aux, acc[i], i ? (void *)&c.db : (void *)&c.dw);
     if (st == MP_OK)
         st = mp_tensor_contiguous(gout[0], &gc);

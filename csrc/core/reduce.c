@@ -129,6 +129,29 @@ static mp_status run_store(void *const *buf, const void *args, mp_msg *msg)
     return MP_OK;
 }
 
+mp_status mp_acc_zeros(const int64_t *shape, int nd, mp_device dev, mp_tensor **out)
+{
+    if (dev != MP_DEVICE_CPU) {
+        mp_status st = mp_tensor_empty(shape, nd, MP_DTYPE_INT64, dev, out);
+        return st == MP_OK ? mp_tensor_fill_(*out, (mp_scalar){0.0, 0, 1}) : st;
+    }
+    int64_t n = 1, strides[MP_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        n *= shape[d];
+    double *acc = calloc((size_t)(n ? n : 1), sizeof(double));
+    if (!acc)
+        return mp_error(MP_ERR_NOMEM, "out of memory for a reduction buffer");
+    mp_storage *s = mp_storage_wrap(acc, (size_t)n * sizeof(double), MP_DEVICE_CPU, free, acc);
+    if (!s) {
+        free(acc);
+        return MP_ERR_NOMEM;
+    }
+    mp_contiguous_strides(shape, nd, strides);
+    *out = mp_tensor_on_storage(s, MP_DTYPE_INT64, shape, strides, nd, 0);
+    mp_storage_decref(s);
+    return *out ? MP_OK : MP_ERR_NOMEM;
+}
+
 static mp_status launch_store(mp_tensor *acc, mp_tensor *out, int int_acc)
 {
     int64_t n = mp_tensor_numel(out);
@@ -152,16 +175,11 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
     mp_device dev = t->storage->device;
     mp_reduced_shape(t, dim_mask, keepdim, oshape, &ond);
     mp_reduced_shape(t, dim_mask, 1, kshape, &knd);
-    /* the accumulator: 8-byte elements (doubles, or int64 sums) under an int64 header, on
-     * t's device; zero bits are 0.0 and 0 alike */
+    /* the accumulator: 8-byte elements (doubles, or int64 sums) on t's device */
     mp_tensor *acc = NULL, *accv = NULL;
-    mp_status st = mp_tensor_empty(kshape, knd, MP_DTYPE_INT64, dev, &acc);
-    if (st == MP_OK)
-        st = mp_tensor_fill_(acc, (mp_scalar){0.0, 0, 1});
-    if (st != MP_OK) {
-        mp_tensor_decref(acc);
+    mp_status st = mp_acc_zeros(kshape, knd, dev, &acc);
+    if (st != MP_OK)
         return st;
-    }
     mp_contiguous_strides(kshape, knd, astrides);
     for (int d = 0; d < t->ndim; d++)
         if (dim_mask & (1u << d))

@@ -6,6 +6,10 @@
 
 #include "tensor.h"
 
+/* A contiguous accumulator of shape (nd dims) with 8-byte zero elements (0.0 and 0 alike)
+ * under an int64 header, on dev: calloc'd host memory on the CPU (no fill pass), filled
+ * there on a device. */
+mp_status mp_acc_zeros(const int64_t *shape, int nd, mp_device dev, mp_tensor **out);
 /* out (contiguous, any dtype) = the numel(out) doubles held in acc (a contiguous tensor of
  * 8-byte elements, e.g. an int64 header over double accumulators), rounded once; on their
  * device. */

@@ -196,7 +196,7 @@ class GradScaler:
         elif optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         assert self._scale is not None
-        if self._scale.device.type == "cpu":     # host memory: reading it costs no sync
+        if not self._scale.is_cuda:      # host memory: reading it costs no sync
             self._note_scale(self._scale.item())
         # reciprocal in double, stored as float32, on the scale's device (torch:
         # scale.double().reciprocal().float()); no host read of a device scale
@@ -265,7 +265,7 @@ class GradScaler:
                                 else scaler * getattr(optimizer, "grad_scale", 1))
         optimizer.found_inf = found_inf
         self._stats["steps"] += 1
-        if found_inf.device.type == "cpu":       # free to read; a device count is summed there
+        if not found_inf.is_cuda:        # free to read; a device count is summed there
             self._stats["skipped_steps"] += found_inf.item() != 0.0
         else:
             skipped = found_inf.clamp(max=1.0)

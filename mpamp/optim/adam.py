@@ -60,7 +60,7 @@ class Adam(Optimizer):
             return loss
         with no_grad():
             for group in self.param_groups:
-                if group["params"] and group["params"][0].device.type != "cpu":
+                if group["params"] and group["params"][0].is_cuda:
                     self._device_step(group, grad_scale, found_inf)
                     continue
                 for step, lists in self._buckets(group).items():

@@ -188,13 +188,15 @@ class Optimizer:
         fused kernel, which skips on the device, so the step costs no device-to-host copy."""
         grad_scale = getattr(self, "grad_scale", None)
         found_inf = getattr(self, "found_inf", None)
-        device = self._device()
+        if found_inf is None and grad_scale is None:      # the common case: no GradScaler
+            return None, None, False
         if found_inf is not None and not isinstance(found_inf, mpamp.Tensor):
-            found_inf = mpamp.full((), float(found_inf), dtype=mpamp.float32, device=device)
+            found_inf = mpamp.full((), float(found_inf), dtype=mpamp.float32,
+                                   device=self._device())
         if grad_scale is not None and not isinstance(grad_scale, mpamp.Tensor):
-            grad_scale = mpamp.full((), float(grad_scale), dtype=mpamp.float32, device=device)
-        skip = (found_inf is not None and found_inf.device.type == "cpu"
-                and found_inf.item() != 0.0)
+            grad_scale = mpamp.full((), float(grad_scale), dtype=mpamp.float32,
+                                    device=self._device())
+        skip = found_inf is not None and not found_inf.is_cuda and found_inf.item() != 0.0
         return grad_scale, found_inf, skip
 
     def _device(self):
