@@ -29,14 +29,14 @@ __global__ void cast_kernel(const Src *__restrict__ src, Dst *__restrict__ dst, 
 }
 
 template <typename Src, typename Dst>
-mp_status launch_cast(const void *src, void *dst, size_t n)
+mp_status launch_cast(const void *src, void *dst, size_t n, mp_msg *msg)
 {
     size_t blocks = (n + kThreads - 1) / kThreads;
     if (blocks > kMaxBlocks)
         blocks = kMaxBlocks;
     cast_kernel<Src, Dst><<<(unsigned)blocks, kThreads>>>(static_cast<const Src *>(src),
                                                           static_cast<Dst *>(dst), n);
-    return mp_cuda_check(cudaGetLastError(), "cast kernel launch");
+    return mp_cuda_check(cudaGetLastError(), "cast kernel launch", msg);
 }
 
 const char *dtype_name(mp_dtype dt)
@@ -55,38 +55,38 @@ const char *dtype_name(mp_dtype dt)
 }  // namespace
 
 extern "C" mp_status mp_cuda_cast(const void *src, mp_dtype src_dtype, void *dst,
-                                  mp_dtype dst_dtype, size_t n)
+                                  mp_dtype dst_dtype, size_t n, mp_msg *msg)
 {
-    mp_status st = mp_cuda_require_device();
+    mp_status st = mp_cuda_require_device(msg);
     if (st != MP_OK)
         return st;
     if (src_dtype == dst_dtype && mp_dtype_size(src_dtype) > 0) {
         if (n == 0)
             return MP_OK;
         return mp_cuda_check(cudaMemcpy(dst, src, n * mp_dtype_size(src_dtype),
-                                        cudaMemcpyDeviceToDevice), "cudaMemcpy in cast");
+                                        cudaMemcpyDeviceToDevice), "cudaMemcpy in cast", msg);
     }
     if (!mp_dtype_is_float(src_dtype) || !mp_dtype_is_float(dst_dtype))
-        return mp_error(MP_ERR_TYPE, "CUDA cast from %s to %s is not supported (float32, "
-                        "float16 and bfloat16 only)", dtype_name(src_dtype),
-                        dtype_name(dst_dtype));
+        return mp_cuda_fail(msg, MP_ERR_TYPE, "CUDA cast from %s to %s is not supported "
+                            "(float32, float16 and bfloat16 only)", dtype_name(src_dtype),
+                            dtype_name(dst_dtype));
     if (n == 0)
         return MP_OK;
     switch (src_dtype * MP_DTYPE_COUNT + dst_dtype) {
     case MP_DTYPE_FLOAT32 * MP_DTYPE_COUNT + MP_DTYPE_FLOAT16:
-        return launch_cast<float, mp_half>(src, dst, n);
+        return launch_cast<float, mp_half>(src, dst, n, msg);
     case MP_DTYPE_FLOAT32 * MP_DTYPE_COUNT + MP_DTYPE_BFLOAT16:
-        return launch_cast<float, mp_bf16>(src, dst, n);
+        return launch_cast<float, mp_bf16>(src, dst, n, msg);
     case MP_DTYPE_FLOAT16 * MP_DTYPE_COUNT + MP_DTYPE_FLOAT32:
-        return launch_cast<mp_half, float>(src, dst, n);
+        return launch_cast<mp_half, float>(src, dst, n, msg);
     case MP_DTYPE_FLOAT16 * MP_DTYPE_COUNT + MP_DTYPE_BFLOAT16:
-        return launch_cast<mp_half, mp_bf16>(src, dst, n);
+        return launch_cast<mp_half, mp_bf16>(src, dst, n, msg);
     case MP_DTYPE_BFLOAT16 * MP_DTYPE_COUNT + MP_DTYPE_FLOAT32:
-        return launch_cast<mp_bf16, float>(src, dst, n);
+        return launch_cast<mp_bf16, float>(src, dst, n, msg);
     case MP_DTYPE_BFLOAT16 * MP_DTYPE_COUNT + MP_DTYPE_FLOAT16:
-        return launch_cast<mp_bf16, mp_half>(src, dst, n);
+        return launch_cast<mp_bf16, mp_half>(src, dst, n, msg);
     default:
-        return mp_error(MP_ERR_TYPE, "CUDA cast from %s to %s is not supported",
-                        dtype_name(src_dtype), dtype_name(dst_dtype));
+        return mp_cuda_fail(msg, MP_ERR_TYPE, "CUDA cast from %s to %s is not supported",
+                            dtype_name(src_dtype), dtype_name(dst_dtype));
     }
 }

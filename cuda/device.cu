@@ -1,5 +1,5 @@
 /* device.cu - device discovery, device memory and host<->device copies behind the C ABI of
- * csrc/core/cuda_api.h. Owns the mapping of CUDA runtime errors to mp_status; does not own
+ * csrc/shared/mp_cuda_api.h. Owns the mapping of CUDA runtime errors to mp_status; does not own
  * caching (the core's allocator sits above this) nor streams (everything uses the legacy
  * default stream for now). Without a driver or a device every call reports MP_ERR_NO_CUDA. */
 #include "cuda_common.cuh"
@@ -19,19 +19,19 @@ static int query_device_count(void)
     return count;
 }
 
-mp_status mp_cuda_require_device(void)
+mp_status mp_cuda_require_device(mp_msg *msg)
 {
     if (mp_cuda_device_count() > 0)
         return MP_OK;
-    return mp_error(MP_ERR_NO_CUDA, "CUDA not available: no CUDA device was found");
+    return mp_cuda_fail(msg, MP_ERR_NO_CUDA, "CUDA not available: no CUDA device was found");
 }
 
-mp_status mp_cuda_check(cudaError_t err, const char *what)
+mp_status mp_cuda_check(cudaError_t err, const char *what, mp_msg *msg)
 {
     if (err == cudaSuccess)
         return MP_OK;
     (void)cudaGetLastError();
-    return mp_error(MP_ERR_CUDA, "%s: %s", what, cudaGetErrorString(err));
+    return mp_cuda_fail(msg, MP_ERR_CUDA, "%s: %s", what, cudaGetErrorString(err));
 }
 
 extern "C" {
@@ -47,10 +47,10 @@ int mp_cuda_device_count(void)
     return count;
 }
 
-mp_status mp_cuda_malloc(void **ptr, size_t nbytes)
+mp_status mp_cuda_malloc(void **ptr, size_t nbytes, mp_msg *msg)
 {
     *ptr = NULL;
-    mp_status st = mp_cuda_require_device();
+    mp_status st = mp_cuda_require_device(msg);
     if (st != MP_OK)
         return st;
     if (nbytes == 0)
@@ -59,36 +59,36 @@ mp_status mp_cuda_malloc(void **ptr, size_t nbytes)
     cudaError_t err = cudaMalloc(&p, nbytes);
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
-        return mp_error(MP_ERR_CUDA, "cudaMalloc of %zu bytes failed: %s", nbytes,
-                        cudaGetErrorString(err));
+        return mp_cuda_fail(msg, MP_ERR_CUDA, "cudaMalloc of %zu bytes failed: %s", nbytes,
+                            cudaGetErrorString(err));
     }
     *ptr = p;
     return MP_OK;
 }
 
-mp_status mp_cuda_free(void *ptr)
+mp_status mp_cuda_free(void *ptr, mp_msg *msg)
 {
     if (!ptr)                       /* as free(NULL); also what malloc of 0 bytes returned */
         return MP_OK;
-    mp_status st = mp_cuda_require_device();
+    mp_status st = mp_cuda_require_device(msg);
     if (st != MP_OK)
         return st;
-    return mp_cuda_check(cudaFree(ptr), "cudaFree");
+    return mp_cuda_check(cudaFree(ptr), "cudaFree", msg);
 }
 
-mp_status mp_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind)
+mp_status mp_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind, mp_msg *msg)
 {
     static const cudaMemcpyKind kinds[3] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                                             cudaMemcpyDeviceToDevice};
     if (kind < 0 || kind > 2)
-        return mp_error(MP_ERR_VALUE, "mp_cuda_memcpy: kind must be 0 (host to device), "
-                        "1 (device to host) or 2 (device to device), got %d", kind);
-    mp_status st = mp_cuda_require_device();
+        return mp_cuda_fail(msg, MP_ERR_VALUE, "mp_cuda_memcpy: kind must be 0 (host to "
+                            "device), 1 (device to host) or 2 (device to device), got %d", kind);
+    mp_status st = mp_cuda_require_device(msg);
     if (st != MP_OK)
         return st;
     if (nbytes == 0)
         return MP_OK;
-    return mp_cuda_check(cudaMemcpy(dst, src, nbytes, kinds[kind]), "cudaMemcpy");
+    return mp_cuda_check(cudaMemcpy(dst, src, nbytes, kinds[kind]), "cudaMemcpy", msg);
 }
 
 }  /* extern "C" */

@@ -535,3 +535,19 @@ def test_torch_lifetimes_and_errors():
         mpamp.from_dlpack(torch.zeros(2, requires_grad=True))
     with pytest.raises(BufferError, match="gradient"):
         torch.from_dlpack(mpamp.zeros(2, requires_grad=True))
+
+
+@pytest.mark.skipif(mpamp.cuda.is_available(), reason="a CUDA device is present")
+@pytest.mark.parametrize("versioned", [False, True])
+def test_cuda_memory_needs_cuda(versioned):
+    """kDLCUDA memory imports only where this process has CUDA (the simulated GPU's checks
+    cover the import itself); other devices are refused with the ones mpamp takes."""
+    a = np.arange(4, dtype=np.float32)
+    cap, _ = make_capsule(a, device=(2, 0), versioned=versioned)
+    with pytest.raises(BufferError, match=r"device \(2, 0\), CUDA, and CUDA not available"):
+        mpamp.from_dlpack(cap)
+    cap, _ = make_capsule(a, device=(2, 1), versioned=versioned)
+    with pytest.raises(BufferError, match=r"CPU memory and cuda:0 memory .*device \(2, 1\)"):
+        mpamp.from_dlpack(cap)
+    with pytest.raises(BufferError, match=r"\(2, 0\), CUDA, and CUDA not available"):
+        mpamp.from_dlpack(_DeviceProducer())

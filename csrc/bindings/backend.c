@@ -6,7 +6,8 @@
 #include <pthread.h>
 
 #include "../core/alloc.h"
-#include "../core/cuda_api.h"
+#include "../core/backend.h"
+#include "../shared/mp_cuda_api.h"
 #include "../cpu/cast_check.h"
 #include "../cpu/dispatch.h"
 #include "../cpu/gemm.h"
@@ -120,34 +121,37 @@ static PyObject *f_cuda_probe(PyObject *m, PyObject *unused)
 {
     (void)m, (void)unused;
     void *p = NULL;
-    mp_status st = mp_cuda_malloc(&p, 16);
+    mp_msg msg;
+    mp_status st = mp_cuda_malloc(&p, 16, &msg);
     if (st == MP_OK)
-        st = mp_cuda_free(p);
+        st = mp_cuda_free(p, &msg);
     if (st != MP_OK)
-        return mp_raise(st);
+        return mp_raise(mp_backend_error(st, &msg));
     Py_RETURN_NONE;
 }
 
-/* Host src -> device, mp_cuda_cast, device -> host dst; n elements, contiguous. */
+/* Host src -> device, mp_cuda_cast, device -> host dst; n elements, contiguous. A failure
+ * sets the core's error state from the backend's message. */
 static mp_status cuda_cast_via_device(const void *src, mp_dtype from, void *dst, mp_dtype to,
                                       size_t n)
 {
     void *dsrc = NULL, *ddst = NULL;
-    mp_status st = mp_cuda_malloc(&dsrc, n * mp_dtype_size(from));
+    mp_msg msg, ignored;
+    mp_status st = mp_cuda_malloc(&dsrc, n * mp_dtype_size(from), &msg);
     if (st == MP_OK)
-        st = mp_cuda_malloc(&ddst, n * mp_dtype_size(to));
+        st = mp_cuda_malloc(&ddst, n * mp_dtype_size(to), &msg);
     if (st == MP_OK)
-        st = mp_cuda_memcpy(dsrc, src, n * mp_dtype_size(from), 0);
+        st = mp_cuda_memcpy(dsrc, src, n * mp_dtype_size(from), 0, &msg);
     if (st == MP_OK)
-        st = mp_cuda_cast(dsrc, from, ddst, to, n);
+        st = mp_cuda_cast(dsrc, from, ddst, to, n, &msg);
     if (st == MP_OK)   /* synchronous: also surfaces faults of the cast kernel */
-        st = mp_cuda_memcpy(dst, ddst, n * mp_dtype_size(to), 1);
+        st = mp_cuda_memcpy(dst, ddst, n * mp_dtype_size(to), 1, &msg);
     /* Freed after a failure too; the status returned is still the first failure's. */
     if (ddst)
-        mp_cuda_free(ddst);
+        mp_cuda_free(ddst, &ignored);
     if (dsrc)
-        mp_cuda_free(dsrc);
-    return st;
+        mp_cuda_free(dsrc, &ignored);
+    return st == MP_OK ? MP_OK : mp_backend_error(st, &msg);
 }
 
 /* _cuda_cast_roundtrip(src, dtype): converts a contiguous CPU tensor with the CUDA cast

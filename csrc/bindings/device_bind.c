@@ -4,7 +4,7 @@
 #include "bindings.h"
 
 #include "../core/backend.h"
-#include "../core/cuda_api.h"
+#include "../shared/mp_cuda_api.h"
 #include "../core/iter.h"
 
 static const mp_backend *cuda_backend(void)

@@ -1,14 +1,20 @@
-/* interop_dlpack.c - DLPack in both directions, zero-copy, CPU only. Export: Tensor.__dlpack__
- * returns a capsule whose manager context holds a reference to the core tensor (its deleter
- * needs no GIL); Tensor.__dlpack_device__. Import: _from_dlpack(capsule) wraps the producer's
- * memory in an mp_storage whose release hook calls the producer's deleter. Strides are in
- * elements; exports point `data` at element 0 and use byte_offset 0. Structs in dlpack.h. */
+/* interop_dlpack.c - DLPack in both directions, zero-copy, for CPU memory (kDLCPU, and
+ * kDLCUDAHost on import) and CUDA memory (kDLCUDA, device 0: mpamp's cuda:0, the simulated GPU
+ * included). Export: Tensor.__dlpack__ returns a capsule whose manager context holds a
+ * reference to the core tensor (its deleter needs no GIL); Tensor.__dlpack_device__. Import:
+ * _from_dlpack(capsule) wraps the producer's memory in an mp_storage on its device whose
+ * release hook calls the producer's deleter. Streams: mpamp runs on CUDA's legacy default
+ * stream, so a consumer on that stream (stream=None or 1) or one that asks for no
+ * synchronisation (-1) gets the capsule at once; a consumer naming another stream gets it
+ * after a device synchronisation. Strides are in elements; exports point `data` at element 0
+ * and use byte_offset 0. Structs in dlpack.h. */
 #include "bindings.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "dlpack.h"
+#include "../core/backend.h"
 
 /* ================================ export ================================ */
 
@@ -84,7 +90,7 @@ static void fill_dltensor(DLTensor *dl, export_ctx *ctx)
         ctx->strides[i] = t->strides[i];
     }
     dl->data = mp_tensor_data(t);
-    dl->device = (DLDevice){kDLCPU, 0};
+    dl->device = (DLDevice){t->storage->device == MP_DEVICE_CUDA ? kDLCUDA : kDLCPU, 0};
     dl->ndim = t->ndim;
     dl->dtype = dl_dtype_of(t->dtype);
     dl->shape = ctx->shape;
@@ -166,10 +172,31 @@ static int parse_int_pair(PyObject *obj, const char *what, long *a, long *b)
     return PyErr_Occurred() ? -1 : 0;
 }
 
-/* Checks stream and dl_device; returns 1 for a versioned capsule, 0 for legacy, -1 on error. */
-static int check_dlpack_kwargs(const dlpack_kwargs *kw)
+/* The stream a CUDA consumer names (the array API's numbers): 1 on success when the export
+ * must synchronise the device first, 0 when not, -1 with an exception. */
+static int check_cuda_stream(long v)
+{
+    if (v == -1 || v == 1)          /* no synchronisation / the legacy default stream: ours */
+        return 0;
+    if (v == 2) {
+        PyErr_SetString(PyExc_BufferError, "per-thread default stream is not supported.");
+        return -1;
+    }
+    if (v <= 0) {
+        PyErr_Format(PyExc_ValueError, "unsupported stream on cuda:0: %ld.", v);
+        return -1;
+    }
+    return 1;                       /* a consumer's own stream: let it see finished work */
+}
+
+/* Checks stream and dl_device against the device of the tensor exported; *sync = 1 when the
+ * device must be synchronised first. Returns 1 for a versioned capsule, 0 for legacy, -1 on
+ * error. */
+static int check_dlpack_kwargs(const dlpack_kwargs *kw, mp_device dev, int *sync)
 {
     long a, b;
+    int cuda = dev == MP_DEVICE_CUDA;
+    *sync = 0;
     if (kw->stream != Py_None) {
         if (!PyLong_Check(kw->stream)) {
             PyErr_Format(PyExc_TypeError, "__dlpack__(): stream must be an int or None, got "
@@ -177,8 +204,16 @@ static int check_dlpack_kwargs(const dlpack_kwargs *kw)
             return -1;
         }
         long v = PyLong_AsLong(kw->stream);
-        if (v != -1 || PyErr_Occurred()) {   /* -1 means "no synchronization": harmless */
+        int overflow = v == -1 && PyErr_Occurred();
+        if (overflow)
             PyErr_Clear();
+        if (cuda && overflow) {
+            PyErr_Format(PyExc_ValueError, "unsupported stream on cuda:0: %R.", kw->stream);
+            return -1;
+        }
+        if (cuda && (*sync = check_cuda_stream(v)) < 0)
+            return -1;
+        if (!cuda && (overflow || v != -1)) {   /* -1 means "no synchronization": harmless */
             PyErr_Format(PyExc_ValueError, "__dlpack__(): stream must be None for CPU "
                          "tensors, got %R", kw->stream);
             return -1;
@@ -187,9 +222,11 @@ static int check_dlpack_kwargs(const dlpack_kwargs *kw)
     if (kw->dl_device != Py_None) {
         if (parse_int_pair(kw->dl_device, "dl_device", &a, &b) < 0)
             return -1;
-        if (a != kDLCPU || b != 0) {
-            PyErr_Format(PyExc_BufferError, "__dlpack__(): mpamp can only export CPU tensors "
-                         "to the CPU device (kDLCPU=1, 0), not dl_device=(%ld, %ld)", a, b);
+        if (a != (cuda ? kDLCUDA : kDLCPU) || b != 0) {
+            PyErr_Format(PyExc_BufferError, "__dlpack__(): mpamp exports a %s tensor only to "
+                         "its own device (%s, 0), not dl_device=(%ld, %ld); move it with "
+                         ".to() first", cuda ? "cuda:0" : "CPU",
+                         cuda ? "kDLCUDA=2" : "kDLCPU=1", a, b);
             return -1;
         }
     }
@@ -200,6 +237,17 @@ static int check_dlpack_kwargs(const dlpack_kwargs *kw)
     return a >= 1;
 }
 
+/* Waits for the device of dev (the consumer reads on a stream of its own). */
+static int sync_device(mp_device dev)
+{
+    const mp_backend *b = mp_backend_get(dev);
+    if (!b)
+        return mp_raise_int(MP_ERR_NO_CUDA);
+    mp_msg msg;
+    mp_status st = b->synchronize(&msg);
+    return st == MP_OK ? 0 : mp_raise_int(mp_backend_error(st, &msg));
+}
+
 /* __dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) */
 static PyObject *m_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                           PyObject *kwnames)
@@ -208,7 +256,9 @@ static PyObject *m_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
     mp_tensor *t = MP_T(self), *out;
     if (parse_dlpack_kwargs(nargs, args, kwnames, &kw) < 0)
         return NULL;
-    int versioned = check_dlpack_kwargs(&kw);
+    mp_device dev = t->storage->device;
+    int sync;
+    int versioned = check_dlpack_kwargs(&kw, dev, &sync);
     int copy = kw.copy == Py_None ? 0 : PyObject_IsTrue(kw.copy);
     if (versioned < 0 || copy < 0)
         return NULL;
@@ -217,20 +267,21 @@ static PyObject *m_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t narg
                         "tensor.detach()");
         return NULL;
     }
-    if (t->storage->device != MP_DEVICE_CPU) {
-        PyErr_SetString(PyExc_BufferError, "DLPack export of CUDA tensors is not supported "
-                        "yet; call .cpu() first");
-        return NULL;
-    }
     if (!copy) {
+        if (sync && sync_device(dev) < 0)
+            return NULL;
         mp_tensor_incref(t);
         return export_capsule(t, versioned, 0);
     }
-    mp_status st = mp_tensor_empty(t->shape, t->ndim, t->dtype, MP_DEVICE_CPU, &out);
+    mp_status st = mp_tensor_empty(t->shape, t->ndim, t->dtype, dev, &out);
     if (st == MP_OK && (st = mp_copy_maybe_nogil(out, t)) != MP_OK)
         mp_tensor_decref(out);
     if (st != MP_OK)
         return mp_raise(st);
+    if (sync && sync_device(dev) < 0) {
+        mp_tensor_decref(out);
+        return NULL;
+    }
     return export_capsule(out, versioned, 1);
 }
 
@@ -246,7 +297,7 @@ PyMethodDef mp_tensor_interop_methods[] = {
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack "
      "capsule sharing this tensor's memory (versioned when max_version >= (1, 0))"},
     {"__dlpack_device__", m_dlpack_device, METH_NOARGS,
-     "(device_type, device_id) as DLPack numbers: (1, 0) for the CPU"},
+     "(device_type, device_id) as DLPack numbers: (1, 0) for the CPU, (2, 0) for cuda:0"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -351,14 +402,27 @@ static int dtype_of_dl(DLDataType d, mp_dtype *out)
     return 0;
 }
 
-static int check_dl_device(DLDevice dev)
+/* The mpamp device of the producer's memory: the CPU for kDLCPU and kDLCUDAHost (pinned host
+ * memory is ordinary CPU memory to us), cuda:0 for kDLCUDA device 0 when this process has
+ * CUDA. */
+static int check_dl_device(DLDevice dev, mp_device *out)
 {
-    /* CUDA-pinned host memory is ordinary CPU memory to us. */
-    if (dev.device_type == kDLCPU || dev.device_type == kDLCUDAHost)
+    if (dev.device_type == kDLCPU || dev.device_type == kDLCUDAHost) {
+        *out = MP_DEVICE_CPU;
         return 0;
-    PyErr_Format(PyExc_BufferError, "from_dlpack: mpamp can only import CPU memory, got DLPack "
-                 "device (%d, %d); copy the tensor to the CPU first", (int)dev.device_type,
-                 (int)dev.device_id);
+    }
+    if (dev.device_type == kDLCUDA && dev.device_id == 0) {
+        if (!mp_backend_get(MP_DEVICE_CUDA)) {
+            PyErr_Format(PyExc_BufferError, "from_dlpack: the memory is on DLPack device "
+                         "(2, 0), CUDA, and %s", mp_error_message());
+            return -1;
+        }
+        *out = MP_DEVICE_CUDA;
+        return 0;
+    }
+    PyErr_Format(PyExc_BufferError, "from_dlpack: mpamp imports CPU memory and cuda:0 memory "
+                 "(DLPack devices (1, 0), (3, 0) and (2, 0)), got DLPack device (%d, %d); copy "
+                 "the tensor to one of those first", (int)dev.device_type, (int)dev.device_id);
     return -1;
 }
 
@@ -406,8 +470,8 @@ static int layout_of_dl(const DLTensor *dl, mp_dtype dt, int64_t *shape, int64_t
 }
 
 /* Wraps the producer's memory; on success the storage owns the managed tensor. */
-static mp_tensor *wrap_memory(const import_src *src, mp_dtype dt, const int64_t *shape,
-                              const int64_t *strides, size_t extent)
+static mp_tensor *wrap_memory(const import_src *src, mp_dtype dt, mp_device dev,
+                              const int64_t *shape, const int64_t *strides, size_t extent)
 {
     char *data = src->dl->data ? (char *)src->dl->data + src->dl->byte_offset : NULL;
     if (extent > 0 && (!data || (uintptr_t)data % mp_dtype_size(dt) != 0)) {
@@ -415,7 +479,7 @@ static mp_tensor *wrap_memory(const import_src *src, mp_dtype dt, const int64_t 
                         "aligned to the element size");
         return NULL;
     }
-    mp_storage *st = mp_storage_wrap(data, extent, MP_DEVICE_CPU, src->release, src->managed);
+    mp_storage *st = mp_storage_wrap(data, extent, dev, src->release, src->managed);
     if (!st) {
         mp_raise(MP_ERR_NOMEM);
         return NULL;
@@ -435,13 +499,14 @@ static PyObject *f_from_dlpack(PyObject *m, PyObject *cap)
     mp_state *s = mp_state_of_module(m);
     import_src src;
     mp_dtype dt;
+    mp_device dev;
     int64_t shape[MP_MAX_DIMS], strides[MP_MAX_DIMS];
     size_t extent = 0;
-    if (open_capsule(cap, &src) < 0 || check_dl_device(src.dl->device) < 0 ||
+    if (open_capsule(cap, &src) < 0 || check_dl_device(src.dl->device, &dev) < 0 ||
         dtype_of_dl(src.dl->dtype, &dt) < 0 ||
         layout_of_dl(src.dl, dt, shape, strides, &extent) < 0)
         return NULL;
-    mp_tensor *t = wrap_memory(&src, dt, shape, strides, extent);
+    mp_tensor *t = wrap_memory(&src, dt, dev, shape, strides, extent);
     if (!t)
         return NULL;
     if (PyCapsule_SetName(cap, src.used_name) < 0) {

@@ -11,7 +11,7 @@
 
 #include "../sim/sim.h"
 #include "alloc.h"
-#include "cuda_api.h"
+#include "../shared/mp_cuda_api.h"
 
 /* ---- CPU ---- */
 
@@ -105,11 +105,6 @@ const mp_backend *mp_backend_cpu(void)
 
 /* ---- a real GPU (memory and copies; kernels arrive with cuda/'s backend) ---- */
 
-static void from_core(mp_msg *msg)
-{
-    snprintf(msg->text, sizeof msg->text, "%s", mp_error_message());
-}
-
 static mp_status gpu_properties(int index, mp_device_props *out, mp_msg *msg)
 {
     (void)index;
@@ -120,25 +115,20 @@ static mp_status gpu_properties(int index, mp_device_props *out, mp_msg *msg)
 
 static mp_status gpu_alloc(size_t nbytes, void **out, mp_msg *msg)
 {
-    mp_status st = mp_cuda_malloc(out, nbytes);
-    if (st != MP_OK)
-        from_core(msg);
-    return st;
+    return mp_cuda_malloc(out, nbytes, msg);
 }
 
 static void gpu_free(void *p, size_t nbytes)
 {
     (void)nbytes;
-    (void)mp_cuda_free(p);
+    mp_msg msg;
+    (void)mp_cuda_free(p, &msg);   /* a failed free (a dead context) leaks, as torch */
 }
 
 static mp_status gpu_memcpy(void *dst, const void *src, size_t n, mp_copy_kind kind,
                             mp_msg *msg)
 {
-    mp_status st = mp_cuda_memcpy(dst, src, n, (int)kind);
-    if (st != MP_OK)
-        from_core(msg);
-    return st;
+    return mp_cuda_memcpy(dst, src, n, (int)kind, msg);
 }
 
 static mp_status gpu_synchronize(mp_msg *msg)
@@ -173,12 +163,10 @@ static mp_status gpu_map(const mp_map_kernel *k, mp_msg *msg)
 static mp_status gpu_copy(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg)
 {
     if (it->ndim == 1 && it->strides[0][0] == 1 && it->strides[1][0] == 1) {
-        mp_status st = dst == src
-            ? mp_cuda_memcpy(it->base[0], it->base[1], (size_t)it->numel * it->itemsize[0], 2)
-            : mp_cuda_cast(it->base[1], src, it->base[0], dst, (size_t)it->numel);
-        if (st != MP_OK)
-            from_core(msg);
-        return st;
+        return dst == src
+            ? mp_cuda_memcpy(it->base[0], it->base[1], (size_t)it->numel * it->itemsize[0], 2,
+                             msg)
+            : mp_cuda_cast(it->base[1], src, it->base[0], dst, (size_t)it->numel, msg);
     }
     return gpu_no_kernels(msg);
 }

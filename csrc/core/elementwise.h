@@ -7,23 +7,14 @@
 #ifndef MP_ELEMENTWISE_H
 #define MP_ELEMENTWISE_H
 
+#include "../shared/mp_backend.h"
 #include "tensor.h"
-
-#define MP_MAP_MAX_IN 3
-#define MP_MAP_CHUNK 256
-
-/* in[k][0..n) are the inputs as fp32, out[0..n) receives the result; args are op constants.
- * fn must treat each element on its own: large maps run on several threads. Read in[k] and
- * args[k] into locals before the loop: the build has -fno-strict-aliasing, so each store to
- * out[i] could alias them and the compiler would reload them per element (no vectors). */
-typedef void (*mp_map_fn)(const float *const *in, float *out, int64_t n, const double *args);
 
 mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
                  const double *args);
 
-/* Same in double precision (used for int64 results so integers stay exact). */
-typedef void (*mp_map_f64_fn)(const double *const *in, double *out, int64_t n,
-                              const double *args);
+/* Same in double precision (used for int64 results so integers stay exact); mp_map_fn and
+ * mp_map_f64_fn: csrc/shared/mp_backend.h. */
 mp_status mp_map_f64(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_f64_fn fn,
                      const double *args);
 

@@ -129,34 +129,51 @@ static mp_status run_store(void *const *buf, const void *args, mp_msg *msg)
     return MP_OK;
 }
 
-mp_status mp_acc_zeros(const int64_t *shape, int nd, mp_device dev, mp_tensor **out)
+/* n zeroed 8-byte elements on dev: calloc'd host memory on the CPU (no fill pass, no tensor
+ * header beyond the ones the caller makes), filled there on a device. */
+static mp_status acc_storage(int64_t n, mp_device dev, mp_storage **out)
 {
     if (dev != MP_DEVICE_CPU) {
-        mp_status st = mp_tensor_empty(shape, nd, MP_DTYPE_INT64, dev, out);
-        return st == MP_OK ? mp_tensor_fill_(*out, (mp_scalar){0.0, 0, 1}) : st;
+        mp_tensor *t = NULL;
+        mp_status st = mp_tensor_empty(&n, 1, MP_DTYPE_INT64, dev, &t);
+        if (st == MP_OK && (st = mp_tensor_fill_(t, (mp_scalar){0.0, 0, 1})) == MP_OK) {
+            *out = t->storage;
+            mp_storage_incref(*out);
+        }
+        mp_tensor_decref(t);
+        return st;
     }
-    int64_t n = 1, strides[MP_MAX_DIMS];
-    for (int d = 0; d < nd; d++)
-        n *= shape[d];
     double *acc = calloc((size_t)(n ? n : 1), sizeof(double));
     if (!acc)
         return mp_error(MP_ERR_NOMEM, "out of memory for a reduction buffer");
-    mp_storage *s = mp_storage_wrap(acc, (size_t)n * sizeof(double), MP_DEVICE_CPU, free, acc);
-    if (!s) {
+    *out = mp_storage_wrap(acc, (size_t)n * sizeof(double), MP_DEVICE_CPU, free, acc);
+    if (!*out) {
         free(acc);
         return MP_ERR_NOMEM;
     }
+    return MP_OK;
+}
+
+mp_status mp_acc_zeros(const int64_t *shape, int nd, mp_device dev, mp_tensor **out)
+{
+    int64_t n = 1, strides[MP_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        n *= shape[d];
+    mp_storage *s = NULL;
+    mp_status st = acc_storage(n, dev, &s);
+    if (st != MP_OK)
+        return st;
     mp_contiguous_strides(shape, nd, strides);
     *out = mp_tensor_on_storage(s, MP_DTYPE_INT64, shape, strides, nd, 0);
     mp_storage_decref(s);
     return *out ? MP_OK : MP_ERR_NOMEM;
 }
 
-static mp_status launch_store(mp_tensor *acc, mp_tensor *out, int int_acc)
+static mp_status launch_store(void *acc, mp_tensor *out, int int_acc)
 {
     int64_t n = mp_tensor_numel(out);
     store_args a = {n, out->dtype, int_acc};
-    void *buf[2] = {mp_tensor_data(acc), mp_tensor_data(out)};
+    void *buf[2] = {acc, mp_tensor_data(out)};
     int64_t nbytes[2] = {n * 8, n * (int64_t)mp_dtype_size(out->dtype)};
     return mp_launch_bufs(out->storage->device, MP_KERNEL_SUM_STORE, 2, buf, nbytes, run_store,
                           &a);
@@ -164,7 +181,7 @@ static mp_status launch_store(mp_tensor *acc, mp_tensor *out, int int_acc)
 
 mp_status mp_store_f64(mp_tensor *acc, mp_tensor *out)
 {
-    return launch_store(acc, out, 0);
+    return launch_store(mp_tensor_data(acc), out, 0);
 }
 
 mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype out_dtype,
@@ -175,20 +192,23 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
     mp_device dev = t->storage->device;
     mp_reduced_shape(t, dim_mask, keepdim, oshape, &ond);
     mp_reduced_shape(t, dim_mask, 1, kshape, &knd);
-    /* the accumulator: 8-byte elements (doubles, or int64 sums) on t's device */
-    mp_tensor *acc = NULL, *accv = NULL;
-    mp_status st = mp_acc_zeros(kshape, knd, dev, &acc);
+    /* the accumulator: 8-byte elements (doubles, or int64 sums) on t's device, seen through
+     * an int64 header with t's shape and stride 0 along the reduced dims */
+    int64_t onumel = 1;
+    for (int d = 0; d < ond; d++)
+        onumel *= oshape[d];
+    mp_storage *as = NULL;
+    mp_status st = acc_storage(onumel, dev, &as);
     if (st != MP_OK)
         return st;
     mp_contiguous_strides(kshape, knd, astrides);
     for (int d = 0; d < t->ndim; d++)
         if (dim_mask & (1u << d))
             astrides[d] = 0;
-    accv = mp_tensor_on_storage(acc->storage, MP_DTYPE_INT64, t->shape, astrides, t->ndim, 0);
-    if (!accv) {
-        mp_tensor_decref(acc);
+    mp_tensor *accv = mp_tensor_on_storage(as, MP_DTYPE_INT64, t->shape, astrides, t->ndim, 0);
+    mp_storage_decref(as);
+    if (!accv)
         return MP_ERR_NOMEM;
-    }
     mp_tensor *ops[2] = {accv, t};
     mp_iter it;
     int int_acc = !mp_dtype_is_float(t->dtype) && out_dtype == MP_DTYPE_INT64;
@@ -199,13 +219,12 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
     if (st == MP_OK)
         st = mp_tensor_empty(oshape, ond, out_dtype, dev, out);
     if (st == MP_OK) {
-        st = launch_store(acc, *out, int_acc);
+        st = launch_store(mp_tensor_data(accv), *out, int_acc);
         if (st != MP_OK) {
             mp_tensor_decref(*out);
             *out = NULL;
         }
     }
     mp_tensor_decref(accv);
-    mp_tensor_decref(acc);
     return st;
 }

@@ -7,8 +7,6 @@
 
 #include "status.h"
 
-#define MP_MAX_DIMS 16
-
 typedef struct mp_storage {
     int64_t refcount;
     void *data;

@@ -13,6 +13,9 @@
 #define MP_HD static inline
 #endif
 
+/* The most dimensions a tensor (and an iterator over tensors) has. */
+#define MP_MAX_DIMS 16
+
 /* Every core/cpu/cuda function that can fail returns one of these; the bindings map them to
  * Python exceptions (csrc/bindings/errors.c), the message comes from mp_error_message(). */
 typedef enum {

@@ -7,7 +7,7 @@
 #ifndef MP_SIM_H
 #define MP_SIM_H
 
-#include "../core/backend.h"
+#include "../shared/mp_backend.h"
 
 /* The simulated GPU's backend (first use maps the arena: MPAMP_CUDA_SIM_MB, default 16384
  * MiB of address space; pages are only used when written). */

@@ -376,6 +376,83 @@ def check_serialization_of_cuda_tensors():
     assert v.is_cuda and v.cpu().tolist() == x.tolist()
 
 
+def check_dlpack_of_cuda_tensors():
+    """DLPack exports and imports kDLCUDA memory zero-copy (device 0, the legacy default
+    stream), keeps dtypes and strides, copies on the device with copy=True, synchronises for a
+    consumer's own stream, and refuses streams and devices it cannot serve."""
+    x = m.arange(12, dtype=m.float32).reshape(3, 4)
+    t = x.cuda()
+    assert t.__dlpack_device__() == (2, 0)
+    for kw in ({}, {"stream": None}, {"stream": 1}, {"stream": -1},
+               {"max_version": (1, 0), "dl_device": (2, 0)}):
+        u = m.from_dlpack(t.__dlpack__(**kw))
+        assert u.is_cuda and u.data_ptr() == t.data_ptr() and u.stride() == (4, 1), kw
+    u = m.from_dlpack(t)                     # the producer is asked for stream=1
+    assert u.is_cuda and u.data_ptr() == t.data_ptr()
+    u.add_(1.0)                              # shared memory: t sees the write
+    assert t.cpu().tolist() == (x + 1).tolist()
+    tt = m.from_dlpack(t.t())
+    assert tt.is_cuda and tt.stride() == (1, 4) and tt.cpu().tolist() == (x + 1).t().tolist()
+    for dt in (m.float16, m.bfloat16, m.int64, m.bool, m.uint8):
+        v = m.from_dlpack(t.to(dt))
+        assert v.dtype is dt and v.is_cuda and v.cpu().tolist() == (x + 1).to(dt).tolist()
+    # copy=True: new device memory, flagged as copied
+    cap = t.__dlpack__(copy=True, max_version=(1, 0))
+    c = m.from_dlpack(cap)
+    assert c.is_cuda and c.data_ptr() != t.data_ptr() and c.cpu().tolist() == t.cpu().tolist()
+    assert m.from_dlpack(t, copy=True).data_ptr() != t.data_ptr()
+    # a consumer on its own stream: the export waits for the device
+    before = m.cuda.sim_stats()["syncs"]
+    m.from_dlpack(t.__dlpack__(stream=12345))
+    assert m.cuda.sim_stats()["syncs"] == before + 1
+    before = m.cuda.sim_stats()["syncs"]
+    m.from_dlpack(t.__dlpack__(stream=1))
+    assert m.cuda.sim_stats()["syncs"] == before
+    # device= moves, copy=False refuses a move
+    h = m.from_dlpack(t, device="cpu")
+    assert not h.is_cuda and h.tolist() == t.cpu().tolist()
+    d = m.from_dlpack(x, device="cuda")
+    assert d.is_cuda and d.cpu().tolist() == x.tolist()
+    assert m.from_dlpack(t, device="cuda").data_ptr() == t.data_ptr()
+    for call, exc, msg in [
+            (lambda: t.__dlpack__(stream=2), BufferError, "per-thread default stream"),
+            (lambda: t.__dlpack__(stream=0), ValueError, "unsupported stream on cuda:0: 0"),
+            (lambda: t.__dlpack__(stream=2**80), ValueError, "unsupported stream on cuda:0"),
+            (lambda: t.__dlpack__(dl_device=(1, 0)), BufferError, r"dl_device=(1, 0)"),
+            (lambda: x.__dlpack__(dl_device=(2, 0)), BufferError, r"dl_device=(2, 0)"),
+            (lambda: x.__dlpack__(stream=1), ValueError, "stream must be None for CPU"),
+            (lambda: m.from_dlpack(t, device="cpu", copy=False), BufferError, "copy=False"),
+            (lambda: t.requires_grad_().__dlpack__(), BufferError, "require gradient")]:
+        try:
+            call()
+        except exc as e:
+            assert msg in str(e), (msg, e)
+        else:
+            raise AssertionError(f"no {exc.__name__} for {msg}")
+    t.requires_grad_(False)
+    # a producer on another device is refused before it is asked for a capsule
+    class Other:
+        def __dlpack__(self, **kw):
+            raise AssertionError("must not be asked")
+
+        def __dlpack_device__(self):
+            return (2, 1)
+    try:
+        m.from_dlpack(Other())
+    except BufferError as e:
+        assert "device (2, 1)" in str(e), e
+    else:
+        raise AssertionError("cuda:1 imported")
+    # the export outlives the tensor; the memory is freed with the last consumer
+    cap = m.ones(1 << 16).cuda().__dlpack__()
+    used = m.cuda.memory_allocated()
+    w = m.from_dlpack(cap)
+    del cap
+    assert m.cuda.memory_allocated() == used and w.sum().item() == 1 << 16
+    del w
+    assert m.cuda.memory_allocated() <= used - 4 * (1 << 16)
+
+
 def _gpt_module():
     """tests/clients/gpt.py (a nanoGPT-shaped model written for torch) with its imports
     rewritten to mpamp, as tests/test_clients.py runs it."""
