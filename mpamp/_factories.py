@@ -204,34 +204,37 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
                    requires_grad)
 
 
-def _like(t, dtype):
+def _like(t, dtype, device=None):
+    """(shape, dtype, device) of a *_like factory: t's unless given (torch: the input's
+    device, not the default one)."""
     if not isinstance(t, Tensor):
         raise TypeError(f"expected a Tensor, got {type(t).__name__}")
-    return tuple(t.shape), t.dtype if dtype is None else dtype
+    return (tuple(t.shape), t.dtype if dtype is None else dtype,
+            t.device if device is None else device)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """empty() with input's shape and dtype."""
-    shape, dt = _like(input, dtype)
-    return empty(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    """empty() with input's shape, dtype and device."""
+    shape, dt, dev = _like(input, dtype, device)
+    return empty(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """zeros() with input's shape and dtype."""
-    shape, dt = _like(input, dtype)
-    return zeros(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    """zeros() with input's shape, dtype and device."""
+    shape, dt, dev = _like(input, dtype, device)
+    return zeros(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """ones() with input's shape and dtype."""
-    shape, dt = _like(input, dtype)
-    return ones(shape, dtype=dt, device=device, requires_grad=requires_grad)
+    """ones() with input's shape, dtype and device."""
+    shape, dt, dev = _like(input, dtype, device)
+    return ones(shape, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    """full() with input's shape and dtype."""
-    shape, dt = _like(input, dtype)
-    return full(shape, fill_value, dtype=dt, device=device, requires_grad=requires_grad)
+    """full() with input's shape, dtype and device."""
+    shape, dt, dev = _like(input, dtype, device)
+    return full(shape, fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
 
 
 def arange(start=0, end=None, step=1, dtype=None, device=None, requires_grad=False):
@@ -302,21 +305,25 @@ def _check_int_bounds(dtype, low, high):
             raise RuntimeError(f"to - 1 is out of bounds for {bounds[1]}")
 
 
-def rand_like(input, dtype=None, generator=None):  # noqa: A002
-    """rand() with input's shape and dtype."""
-    shape, dt = _like(input, dtype)
-    return rand(shape, dtype=dt, generator=generator)
+def rand_like(input, dtype=None, generator=None, *, device=None,  # noqa: A002
+              requires_grad=False):
+    """rand() with input's shape, dtype and device."""
+    shape, dt, dev = _like(input, dtype, device)
+    return rand(shape, dtype=dt, generator=generator, device=dev, requires_grad=requires_grad)
 
 
-def randn_like(input, dtype=None, generator=None):  # noqa: A002
-    """randn() with input's shape and dtype."""
-    shape, dt = _like(input, dtype)
-    return randn(shape, dtype=dt, generator=generator)
+def randn_like(input, dtype=None, generator=None, *, device=None,  # noqa: A002
+               requires_grad=False):
+    """randn() with input's shape, dtype and device."""
+    shape, dt, dev = _like(input, dtype, device)
+    return randn(shape, dtype=dt, generator=generator, device=dev, requires_grad=requires_grad)
 
 
-def randint_like(input, low=0, high=None, dtype=None, generator=None):  # noqa: A002
-    """randint() with input's shape and dtype."""
+def randint_like(input, low=0, high=None, dtype=None, generator=None, *,  # noqa: A002
+                 device=None, requires_grad=False):
+    """randint() with input's shape, dtype and device."""
     if high is None:
         low, high = 0, low
-    shape, dt = _like(input, dtype)
-    return randint(low, high, shape, dtype=dt, generator=generator)
+    shape, dt, dev = _like(input, dtype, device)
+    return randint(low, high, shape, dtype=dt, generator=generator, device=dev,
+                   requires_grad=requires_grad)

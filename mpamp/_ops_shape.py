@@ -317,43 +317,46 @@ def _new_args(self, size, dtype):
 
 
 def _new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    """zeros(size) with self's dtype unless given."""
+    """zeros(size) with self's dtype and device unless given."""
     from ._factories import zeros
     size, dtype = _new_args(self, size, dtype)
-    return zeros(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return zeros(size, dtype=dtype, device=self.device if device is None else device,
+               requires_grad=requires_grad)
 
 
 def _new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    """ones(size) with self's dtype unless given."""
+    """ones(size) with self's dtype and device unless given."""
     from ._factories import ones
     size, dtype = _new_args(self, size, dtype)
-    return ones(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return ones(size, dtype=dtype, device=self.device if device is None else device,
+               requires_grad=requires_grad)
 
 
 def _new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    """empty(size) with self's dtype unless given."""
+    """empty(size) with self's dtype and device unless given."""
     from ._factories import empty
     size, dtype = _new_args(self, size, dtype)
-    return empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    return empty(size, dtype=dtype, device=self.device if device is None else device,
+               requires_grad=requires_grad)
 
 
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    """full(size, fill_value) with self's dtype unless given."""
+    """full(size, fill_value) with self's dtype and device unless given."""
     from ._factories import full
     return full(tuple(size), fill_value, dtype=self.dtype if dtype is None else dtype,
-                device=device, requires_grad=requires_grad)
+                device=self.device if device is None else device, requires_grad=requires_grad)
 
 
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    """tensor(data) with self's dtype unless given."""
+    """tensor(data) with self's dtype and device unless given."""
     from ._factories import tensor
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "
                       "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
-    return tensor(data, dtype=self.dtype if dtype is None else dtype, device=device,
-                  requires_grad=requires_grad)
+    return tensor(data, dtype=self.dtype if dtype is None else dtype,
+                  device=self.device if device is None else device, requires_grad=requires_grad)
 
 
 def _int_method(self):

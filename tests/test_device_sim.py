@@ -34,6 +34,7 @@ def run_check(name, mb="1024"):
                                   "check_device_kernel_errors",
                                   "check_serialization_of_cuda_tensors",
                                   "check_dlpack_of_cuda_tensors",
+                                  "check_like_and_new_factories_follow_the_input",
                                   "check_transformer_ops_bit_identical",
                                   "check_gpt_training_matches_cpu"])
 def test_sim(name):

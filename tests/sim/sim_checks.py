@@ -453,6 +453,29 @@ def check_dlpack_of_cuda_tensors():
     assert m.cuda.memory_allocated() <= used - 4 * (1 << 16)
 
 
+def check_like_and_new_factories_follow_the_input():
+    """*_like factories and Tensor.new_* make their tensor on the input's device unless
+    device= says otherwise (torch), with the input's dtype and the values asked for."""
+    t = m.ones(2, 3, dtype=m.float16, device="cuda")
+    made = {"zeros_like": m.zeros_like(t), "ones_like": m.ones_like(t),
+            "empty_like": m.empty_like(t), "full_like": m.full_like(t, 2.5),
+            "rand_like": m.rand_like(t), "randn_like": m.randn_like(t),
+            "randint_like": m.randint_like(t, 7), "new_zeros": t.new_zeros(4),
+            "new_ones": t.new_ones((4,)), "new_empty": t.new_empty(4),
+            "new_full": t.new_full((4,), 3.0), "new_tensor": t.new_tensor([1.0, 2.0])}
+    for name, u in made.items():
+        assert u.is_cuda and u.dtype is m.float16, (name, u.device, u.dtype)
+    assert m.full_like(t, 2.5).cpu().tolist() == [[2.5] * 3] * 2
+    assert t.new_full((4,), 3.0).cpu().tolist() == [3.0] * 4
+    drawn = m.randint_like(t, 7).cpu()
+    assert 0 <= drawn.min().item() and drawn.max().item() < 7
+    assert m.rand_like(t, requires_grad=True).requires_grad
+    for u in (m.zeros_like(t, device="cpu"), t.new_zeros(2, device="cpu"),
+              m.randn_like(t, device="cpu"), m.zeros_like(m.ones(2))):
+        assert not u.is_cuda, u.device
+    assert m.zeros_like(m.ones(2), device="cuda").is_cuda
+
+
 def _gpt_module():
     """tests/clients/gpt.py (a nanoGPT-shaped model written for torch) with its imports
     rewritten to mpamp, as tests/test_clients.py runs it."""
