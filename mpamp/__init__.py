@@ -12,8 +12,9 @@ from ._tensor import Tensor
 from ._random import (Generator, default_generator, get_rng_state, initial_seed, manual_seed,
                       seed, set_rng_state)
 from ._factories import (arange, as_tensor, empty, empty_like, from_numpy, full, full_like,
-                         ones, ones_like, rand, rand_like, randint, randint_like, randn,
-                         randn_like, tensor, zeros, zeros_like)
+                         get_default_device, ones, ones_like, rand, rand_like, randint,
+                         randint_like, randn, randn_like, set_default_device, tensor, zeros,
+                         zeros_like)
 from ._dlpack import from_dlpack
 from ._legacy import BFloat16Tensor, BoolTensor, FloatTensor, HalfTensor, LongTensor
 from . import backends, cuda

@@ -13,10 +13,32 @@ from ._tensor import _check_device as _tensor_check_device
 _SUPPORTED = "float32, float16, bfloat16 (ml_dtypes), int64, bool and uint8"
 
 
+_default_device = [None]    # set_default_device's device when it is not the CPU
+
+
+def set_default_device(device):
+    """The device factories use when device= is not given (torch.set_default_device): tensor,
+    as_tensor, empty/zeros/ones/full, arange, linspace, eye, the random factories, and so the
+    parameters of nn modules. None or "cpu" restores the CPU. *_like factories and
+    Tensor.new_* keep following their input's device. Unlike torch, a device this process
+    does not have is refused here rather than at the next factory call."""
+    if device is None:
+        _default_device[0] = None
+        return
+    d = _tensor_check_device(device)
+    _default_device[0] = None if d.type == "cpu" else d
+
+
+def get_default_device():
+    """The device factories use when device= is not given (torch.get_default_device)."""
+    d = _default_device[0]
+    return _device("cpu") if d is None else _device(d.type, 0 if d.index is None else d.index)
+
+
 def _check_device(dev):
-    """The device type of a factory's device= argument (None for the CPU)."""
+    """The device of a factory's device= argument, or the default one (None for the CPU)."""
     if dev is None:
-        return None
+        return _default_device[0]
     d = _tensor_check_device(dev)
     return None if d.type == "cpu" else d
 
@@ -155,10 +177,10 @@ def as_tensor(data, dtype=None, device=None):
     dev = _check_device(device)
     if isinstance(data, Tensor):
         if dev is not None or data.is_cuda and device is not None:
-            return data.to(device, dtype)
+            return data.to(dev if dev is not None else device, dtype)
         return data._to_dtype(dtype, False)
     if dev is not None:
-        return tensor(data, dtype=dtype, device=device)
+        return tensor(data, dtype=dtype, device=dev)
     if isinstance(data, np.ndarray):
         try:
             return from_numpy(data)._to_dtype(dtype, False)

@@ -194,14 +194,14 @@ def normal(mean, std=1.0, size=None, *, generator=None, out=None, dtype=None, la
     if size is not None:
         raise TypeError("normal(): size is only accepted with a number mean and std")
     if ts:
-        if (std.detach().float().numpy() < 0).any():
+        if (std.detach() < 0).any().item():
             raise RuntimeError("normal expects all elements of std >= 0.0")
     elif std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_fmt(std)}")
     m0 = mean if tm else _C._full((), mean, _C.float32)
     s0 = std if ts else _C._full((), std, _C.float32)
     both = m0.detach() * s0.detach()          # the broadcast shape and the result dtype
-    z = randn(tuple(both.shape), generator=generator, dtype=both.dtype)
+    z = randn(tuple(both.shape), generator=generator, dtype=both.dtype, device=both.device)
     return z * std + mean
 
 

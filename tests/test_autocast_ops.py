@@ -22,13 +22,13 @@ def test_linear_runs_in_low_precision_and_grads_stay_fp32(low, rng):
     with mpamp.autocast(dtype=low):
         y = F.linear(x, w, b)
     assert y.dtype is getattr(mpamp, low)
-    ref = rounded(x.numpy(), low) @ rounded(w.detach().numpy(), low).T + \
-        rounded(b.detach().numpy(), low)
+    ref = rounded(x.cpu().numpy(), low) @ rounded(w.detach().cpu().numpy(), low).T + \
+        rounded(b.detach().cpu().numpy(), low)
     rtol, atol = TOL[low]
     np.testing.assert_allclose(to_numpy(y), rounded(ref, low), rtol=rtol * 2, atol=atol * 8)
     y.float().sum().backward()
     assert w.grad.dtype is mpamp.float32 and b.grad.dtype is mpamp.float32
-    np.testing.assert_allclose(to_numpy(w.grad), np.tile(rounded(x.numpy(), low).sum(0),
+    np.testing.assert_allclose(to_numpy(w.grad), np.tile(rounded(x.cpu().numpy(), low).sum(0),
                                                          (3, 1)), rtol=2e-2, atol=1e-2)
 
 
@@ -101,7 +101,7 @@ def test_weight_cast_cache_hits_and_is_emptied():
         assert mid["misses"] - before["misses"] == 1 and mid["hits"] - before["hits"] == 2
         (y1.float().sum() + y2.float().sum()).backward()
     assert mpamp.amp._cast_cache_stats()["entries"] == 0          # nothing held afterwards
-    xr = rounded(x.numpy(), "bfloat16")      # both uses of the cached cast reach w.grad
+    xr = rounded(x.cpu().numpy(), "bfloat16")      # both uses of the cached cast reach w.grad
     np.testing.assert_allclose(to_numpy(w.grad), np.tile(2 * xr.sum(0), (4, 1)), rtol=2e-2,
                                atol=1e-2)
     assert w.grad.dtype is mpamp.float32

@@ -308,9 +308,9 @@ def test_training_loop_does_not_leak():
 def test_first_gradient_becomes_grad_without_a_copy():
     """As torch's AccumulateGrad: a gradient only the engine holds is stored as .grad itself
     (one allocation in this backward: the product grad * c), values unchanged."""
-    stats = mpamp.backends.cpu.allocator_stats
-    w = mpamp.randn(1000, requires_grad=True)
-    c, g = mpamp.randn(1000), mpamp.ones(1000)
+    stats = mpamp.backends.cpu.allocator_stats     # the CPU allocator's: CPU tensors
+    w = mpamp.randn(1000, requires_grad=True, device="cpu")
+    c, g = mpamp.randn(1000, device="cpu"), mpamp.ones(1000, device="cpu")
     z = w * c
     before = stats()["allocs"]
     z.backward(g)

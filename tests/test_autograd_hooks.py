@@ -25,7 +25,7 @@ def test_hooks_run_in_registration_order_and_may_replace():
     x.register_hook(lambda g: calls.append(("x", g.tolist())) or g + 1)
     y.sum().backward()
     assert calls == [("y1", [1.0] * 3), ("y3", [10.0] * 3), ("x", [30.0] * 3)]
-    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 31, np.float32))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full(3, 31, np.float32))
 
 
 def test_hook_removal_and_handle():
@@ -39,7 +39,7 @@ def test_hook_removal_and_handle():
     with h2:
         pass                                # a context manager, as torch's
     y.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.full(2, 2, np.float32))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full(2, 2, np.float32))
 
 
 def test_hooks_match_torch():
@@ -57,7 +57,7 @@ def test_hooks_match_torch():
         z.register_hook(lambda g: g - 1)
         w.register_hook(lambda g: g * 3)
         (z * z).sum().backward()
-        return [t.grad.detach().numpy().copy() for t in (x, w, h, z)]
+        return [t.grad.detach().cpu().numpy().copy() for t in (x, w, h, z)]
 
     for got, want in zip(run(mpamp), run(torch)):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
@@ -72,12 +72,12 @@ def test_retain_grad_accumulates_and_follows_inplace():
     assert z.retains_grad and not x.retains_grad
     z.sum().backward(retain_graph=True)
     z.sum().backward()
-    np.testing.assert_array_equal(z.grad.numpy(), np.full(3, 2, np.float32))
+    np.testing.assert_array_equal(z.grad.cpu().numpy(), np.full(3, 2, np.float32))
     z = x * 1
     z.retain_grad()
     z.add_(1)                               # the retained gradient is the new value's
     (z * 2).sum().backward()
-    np.testing.assert_array_equal(z.grad.numpy(), np.full(3, 2, np.float32))
+    np.testing.assert_array_equal(z.grad.cpu().numpy(), np.full(3, 2, np.float32))
     x.retain_grad()                         # a no-op on leaves
     assert not x.retains_grad
     with pytest.raises(RuntimeError, match="^can't retain_grad on Tensor that has "
@@ -94,7 +94,7 @@ def test_retained_tensor_dying_first_is_safe():
     del z
     gc.collect()
     out.backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.full(3, 6, np.float32))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full(3, 6, np.float32))
 
 
 def test_autograd_grad_runs_tensor_hooks_and_retain():
@@ -103,12 +103,12 @@ def test_autograd_grad_runs_tensor_hooks_and_retain():
     y = x * 3
     y.register_hook(lambda g: g * 10)
     (gx,) = mpamp.autograd.grad(y.sum(), x)
-    np.testing.assert_array_equal(gx.numpy(), np.full(3, 60, np.float32))
+    np.testing.assert_array_equal(gx.cpu().numpy(), np.full(3, 60, np.float32))
     assert x.grad is None
     y2 = x * 3
     y2.retain_grad()
     mpamp.autograd.grad(y2.sum(), x)
-    np.testing.assert_array_equal(y2.grad.numpy(), np.ones(3, np.float32))
+    np.testing.assert_array_equal(y2.grad.cpu().numpy(), np.ones(3, np.float32))
 
 
 def test_hook_errors():

@@ -181,9 +181,9 @@ def test_len_of_map_dataset_without_len_is_a_clear_error():
 def test_same_batches_as_torch_without_shuffle():
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(0).standard_normal((11, 4)).astype(np.float32)
-    ours = [b[0].numpy() for b in DataLoader(TensorDataset(mpamp.from_numpy(x),
+    ours = [b[0].cpu().numpy() for b in DataLoader(TensorDataset(mpamp.from_numpy(x),
                                                            mpamp.arange(11)), batch_size=4)]
-    theirs = [b[0].numpy() for b in torch.utils.data.DataLoader(
+    theirs = [b[0].cpu().numpy() for b in torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(torch.from_numpy(x), torch.arange(11)), batch_size=4)]
     assert len(ours) == len(theirs)
     for o, t in zip(ours, theirs):

@@ -104,20 +104,20 @@ def test_unscale_values_and_skip(rng):
     scaler.unscale_(opt)
     inv = np.float32(1.0 / 3.0)
     for p, g in zip(params, raw):
-        np.testing.assert_array_equal(p.grad.numpy(), (g * np.float32(3.0)) * inv)
-    before = [p.detach().numpy().copy() for p in params]
-    params[1].grad.numpy()  # finite: step runs
+        np.testing.assert_array_equal(p.grad.cpu().numpy(), (g * np.float32(3.0)) * inv)
+    before = [p.detach().cpu().numpy().copy() for p in params]
+    params[1].grad.cpu().numpy()  # finite: step runs
     scaler.step(opt)
     scaler.update()
-    assert not np.array_equal(before[0], params[0].detach().numpy())
+    assert not np.array_equal(before[0], params[0].detach().cpu().numpy())
     # now a NaN: the step is skipped, params unchanged, scale backs off
     scaler.scale(mpamp.tensor(1.0))
     params[0].grad = mpamp.tensor(np.full(7, np.nan, np.float32))
-    before = [p.detach().numpy().copy() for p in params]
+    before = [p.detach().cpu().numpy().copy() for p in params]
     scaler.step(opt)
     scaler.update()
     for b, p in zip(before, params):
-        np.testing.assert_array_equal(b, p.detach().numpy())
+        np.testing.assert_array_equal(b, p.detach().cpu().numpy())
     assert scaler.get_scale() == 1.5
 
 
@@ -141,12 +141,12 @@ def test_large_gradients_are_checked_on_every_thread(dtype):
                 scaled[inf_at] = np.inf
             p.grad = mpamp.tensor(scaled).to(dt)
             scaler.unscale_(opt)
-            expect = (mpamp.tensor(scaled).to(dt).float().numpy() * np.float32(0.25))
-            expect = mpamp.tensor(expect).to(dt).float().numpy()
-            np.testing.assert_array_equal(p.grad.float().numpy(), expect)
+            expect = (mpamp.tensor(scaled).to(dt).float().cpu().numpy() * np.float32(0.25))
+            expect = mpamp.tensor(expect).to(dt).float().cpu().numpy()
+            np.testing.assert_array_equal(p.grad.float().cpu().numpy(), expect)
             scaler.step(opt)
             scaler.update()
-            moved = bool((p.detach().float().numpy() != 0).any())
+            moved = bool((p.detach().float().cpu().numpy() != 0).any())
             assert moved == (inf_at is None)
             assert scaler.get_scale() == (4.0 if inf_at is None else 2.0)
     finally:
@@ -166,7 +166,7 @@ def test_low_precision_grads(dtype):
             scaler.unscale_(opt)
         return
     scaler.unscale_(opt)
-    np.testing.assert_array_equal(p.grad.float().numpy(), np.full(5, 2.0, np.float32))
+    np.testing.assert_array_equal(p.grad.float().cpu().numpy(), np.full(5, 2.0, np.float32))
     # the fused (amp-aware) optimizer accepts fp16 grads: checked, unscaled in its kernel
     q = nn.Parameter(mpamp.ones(5, dtype=mpamp.float16))
     o2 = optim.SGD([q], lr=0.25)
@@ -175,7 +175,7 @@ def test_low_precision_grads(dtype):
     q.grad = mpamp.full((5,), 16.0, dtype=mpamp.float16)
     s2.step(o2)
     s2.update()
-    np.testing.assert_array_equal(q.detach().float().numpy(), np.full(5, 0.5, np.float32))
+    np.testing.assert_array_equal(q.detach().float().cpu().numpy(), np.full(5, 0.5, np.float32))
 
 
 def test_state_machine_errors():
@@ -227,7 +227,7 @@ def test_scale_containers_and_new_scale():
     a, b = mpamp.tensor([1.0, 2.0]), mpamp.tensor(3.0)
     out = scaler.scale([a, (b, a)])
     assert isinstance(out, list) and isinstance(out[1], tuple)
-    np.testing.assert_array_equal(out[1][0].numpy(), 12.0)
+    np.testing.assert_array_equal(out[1][0].cpu().numpy(), 12.0)
     assert isinstance(scaler.scale(iter([a])), map)
     scaler.update(new_scale=0.5)
     assert scaler.get_scale() == 0.5
@@ -279,7 +279,7 @@ def test_disabled_and_device_defaults():
     opt = optim.SGD([p], lr=1.0)
     scaler.step(opt)
     scaler.update()
-    np.testing.assert_array_equal(p.detach().numpy(), 0.0)
+    np.testing.assert_array_equal(p.detach().cpu().numpy(), 0.0)
     assert pickle.loads(pickle.dumps(scaler)).is_enabled() is False
     auto = GradScaler()
     assert auto._device == ("cuda" if mpamp.cuda.is_available() else "cpu")
@@ -315,9 +315,9 @@ def test_clipping_with_unscale(rng):
     total = nn.utils.clip_grad_norm_(model.parameters(), 0.1)
     ref = mlp(0)
     nn.functional.mse_loss(ref(x), y).backward()
-    ref_norm = np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in ref.parameters()))
+    ref_norm = np.sqrt(sum(float((p.grad.cpu().numpy() ** 2).sum()) for p in ref.parameters()))
     np.testing.assert_allclose(float(total), ref_norm, rtol=1e-5)
-    norm = np.sqrt(sum(float((p.grad.numpy() ** 2).sum()) for p in model.parameters()))
+    norm = np.sqrt(sum(float((p.grad.cpu().numpy() ** 2).sum()) for p in model.parameters()))
     np.testing.assert_allclose(norm, 0.1, rtol=1e-4)
     scaler.step(opt)      # does not unscale again
     scaler.update()
@@ -357,8 +357,8 @@ def test_overflow_in_one_optimizer_skips_only_it():
     scaler.step(op)
     scaler.step(oq)
     scaler.update()
-    np.testing.assert_array_equal(p.detach().numpy(), [1.0, 1.0])
-    np.testing.assert_array_equal(q.detach().numpy(), [0.0, 0.0])
+    np.testing.assert_array_equal(p.detach().cpu().numpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(q.detach().cpu().numpy(), [0.0, 0.0])
     assert scaler.get_scale() == 1.0       # the union of found_infs backs off
 
 
@@ -380,7 +380,7 @@ def test_against_torch_scaler():
         ts.update()
         ms.update()
         assert ts.state_dict() == ms.state_dict()
-        np.testing.assert_allclose(mp.detach().numpy(), tp.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(mp.detach().cpu().numpy(), tp.detach().cpu().numpy(), rtol=1e-6)
 
 
 def test_fused_optimizer_after_unscale_does_not_unscale_twice():
@@ -393,13 +393,13 @@ def test_fused_optimizer_after_unscale_does_not_unscale_twice():
         param.grad = mpamp.tensor(g * np.float32(256.0))
         if unscale_first:
             scaler.unscale_(opt)
-            np.testing.assert_array_equal(param.grad.numpy(), g)
+            np.testing.assert_array_equal(param.grad.cpu().numpy(), g)
         scaler.step(opt)
         scaler.update()
-        np.testing.assert_array_equal(param.detach().numpy(), -g)
+        np.testing.assert_array_equal(param.detach().cpu().numpy(), -g)
         assert not hasattr(opt, "grad_scale") and not hasattr(opt, "found_inf")
     # without unscale_, the fused kernel unscaled on the fly and left the grads scaled
-    np.testing.assert_array_equal(q.grad.numpy(), g * np.float32(256.0))
+    np.testing.assert_array_equal(q.grad.cpu().numpy(), g * np.float32(256.0))
 
 
 def test_grad_scaler_keyword_protocol_warns():

@@ -41,7 +41,7 @@ def _train(lib, steps=5, poison=None):
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        trace.append((w.detach().numpy().copy(), scaler.get_scale()))
+        trace.append((w.detach().cpu().numpy().copy(), scaler.get_scale()))
     return trace
 
 
@@ -92,4 +92,4 @@ def test_fused_sgd_under_scaler_still_matches_plain_descent():
         scaler.scale(((w * x - y) ** 2).sum()).backward()
         scaler.step(opt)
         scaler.update()
-    np.testing.assert_allclose(w.detach().numpy(), _numpy_reference()[-1][0], rtol=1e-5)
+    np.testing.assert_allclose(w.detach().cpu().numpy(), _numpy_reference()[-1][0], rtol=1e-5)

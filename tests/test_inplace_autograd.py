@@ -26,8 +26,8 @@ def _grads(lib, fn, arrays, dtype="float32"):
     out = fn(lib, *xs)
     weights = np.linspace(-1.0, 2.0, out.numel(), dtype=np.float32).reshape(tuple(out.shape))
     (out.float() * lib.tensor(weights)).sum().backward()
-    return [None if x.grad is None else x.grad.float().detach().numpy().copy() for x in xs], \
-        out.float().detach().numpy().copy()
+    return [None if x.grad is None else x.grad.float().detach().cpu().numpy().copy() for x in xs], \
+        out.float().detach().cpu().numpy().copy()
 
 
 def check(inplace, reference, arrays, dtype="float32"):
@@ -196,7 +196,7 @@ def test_copy_converts_dtype_and_gradient_back():
     assert h.dtype == mpamp.float32 and h.requires_grad
     (h * 2).sum().backward()
     assert x.grad.dtype == mpamp.bfloat16
-    np.testing.assert_array_equal(x.grad.float().numpy(), np.full((3, 4), 2, np.float32))
+    np.testing.assert_array_equal(x.grad.float().cpu().numpy(), np.full((3, 4), 2, np.float32))
     # an fp16 activation updated with an fp32 tensor: the update's gradient comes back fp32
     a = mpamp.randn(2, 3, requires_grad=True)
     w = mpamp.randn(2, 3, requires_grad=True)
@@ -205,7 +205,7 @@ def test_copy_converts_dtype_and_gradient_back():
     assert h.dtype == mpamp.float16
     h.float().sum().backward()
     assert w.grad.dtype == mpamp.float32 and a.grad.dtype == mpamp.float32
-    np.testing.assert_array_equal(w.grad.numpy(), np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(w.grad.cpu().numpy(), np.ones((2, 3), np.float32))
 
 
 def test_where_style_write_through_copy_stands_in_for_masked_fill():
@@ -301,10 +301,10 @@ def test_view_made_before_write_sees_new_history():
     y[0] = v * 5
     assert row0.grad_fn.name() == "AsStridedBackward0"
     (row0.sum() + whole.sum()).backward()
-    np.testing.assert_array_equal(v.grad.numpy(), np.full(4, 10, np.float32))
+    np.testing.assert_array_equal(v.grad.cpu().numpy(), np.full(4, 10, np.float32))
     gx = np.ones((3, 4), np.float32)
     gx[0] = 0
-    np.testing.assert_array_equal(x.grad.numpy(), gx)
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), gx)
 
 
 def test_view_of_buffer_not_requiring_grad_gains_history():
@@ -316,7 +316,7 @@ def test_view_of_buffer_not_requiring_grad_gains_history():
     assert other.requires_grad and other.grad_fn.name() == "AsStridedBackward0"
     assert buf[2].grad_fn.name() == "SelectBackward0"
     (buf * mpamp.tensor([[1.0], [2.0], [3.0]])).sum().backward()
-    np.testing.assert_array_equal(y.grad.numpy(), np.ones(3, np.float32))
+    np.testing.assert_array_equal(y.grad.cpu().numpy(), np.ones(3, np.float32))
 
 
 def test_expanded_view_refresh_sums_gradient():
@@ -325,7 +325,7 @@ def test_expanded_view_refresh_sums_gradient():
     e = y.expand(2, 3)
     y[0] = 0.0
     e.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.array([0, 2, 2], np.float32))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.array([0, 2, 2], np.float32))
 
 
 def test_setitem_on_noncontiguous_base_and_leaf_storage():
@@ -339,7 +339,7 @@ def test_setitem_on_noncontiguous_base_and_leaf_storage():
         z[1:3] = src
         return base * 2
 
-    wn, sn = w.detach().numpy(), src.detach().numpy()
+    wn, sn = w.detach().cpu().numpy(), src.detach().cpu().numpy()
     got, out = _grads(mpamp, run, [wn, sn])
     assert out.shape == (3, 4)
     want = np.zeros((3, 4), np.float32)
@@ -362,7 +362,7 @@ def test_empty_and_zero_size_views():
     y = x * 1
     y[:, 3:] = 1.0                         # an empty region
     (y * 2).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2, np.float32))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full((2, 3), 2, np.float32))
 
 
 # ---- modules and training ----
@@ -465,4 +465,4 @@ def test_relu_inplace_keeps_no_extra_copy():
     h.relu_()
     assert stats()["in_use_bytes"] == before
     h.sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), (x.detach().numpy() > 0).astype(np.float32))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), (x.detach().cpu().numpy() > 0).astype(np.float32))

@@ -135,7 +135,7 @@ def test_order_warning_and_scaler_skip():
             warnings.simplefilter("error")
             sched.step()
         assert opt.param_groups[0]["lr"] == pytest.approx(0.05)
-        np.testing.assert_array_equal(p.detach().numpy(), 1.0)
+        np.testing.assert_array_equal(p.detach().cpu().numpy(), 1.0)
 
 
 def test_against_torch():

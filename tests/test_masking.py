@@ -54,7 +54,7 @@ def test_masked_fill_value_conversions():
     assert mpamp.ones(3, dtype=mpamp.bool).masked_fill(m, 0).tolist() == [False, True, False]
     half = mpamp.zeros(3, dtype=mpamp.float16).masked_fill(m, float("-inf"))
     assert half.float().tolist()[0] == float("-inf")
-    assert np.isnan(mpamp.zeros(3).masked_fill(m, float("nan")).numpy()[0])
+    assert np.isnan(mpamp.zeros(3).masked_fill(m, float("nan")).cpu().numpy()[0])
     assert mpamp.zeros(3).masked_fill(m, np.float32(2.5)).tolist() == [2.5, 0.0, 2.5]
     out = mpamp.zeros(3, dtype=mpamp.int64).masked_fill(m, mpamp.tensor(2.5))
     assert out.tolist() == [2, 0, 2]
@@ -72,8 +72,8 @@ def test_transformer_shaped_mask(rng):
     att = make(rng, (B, H, T, T), "float32")
     above = ~np.tril(np.ones((T, T), bool))
     out = att.masked_fill(mpamp.tensor(above[None, None]), float("-inf"))
-    want = np.where(above, -np.inf, att.numpy())
-    np.testing.assert_array_equal(out.numpy(), want)
+    want = np.where(above, -np.inf, att.cpu().numpy())
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
 
 
 def test_mask_broadcasts_the_input_out_of_place(rng):
@@ -81,7 +81,7 @@ def test_mask_broadcasts_the_input_out_of_place(rng):
     mask = rng.random((4, 2, 3)) > 0.5
     out = x.masked_fill(mpamp.tensor(mask), 7.0)
     assert tuple(out.shape) == (4, 2, 3)
-    np.testing.assert_array_equal(out.numpy(), np.where(mask, 7.0, x.numpy()))
+    np.testing.assert_array_equal(out.cpu().numpy(), np.where(mask, 7.0, x.cpu().numpy()))
     s = mpamp.tensor(2.0).masked_fill(mpamp.tensor([True, False, True]), 1)
     assert s.tolist() == [1.0, 2.0, 1.0]
     assert mpamp.zeros(()).masked_fill(mpamp.tensor(True), 1).tolist() == 1.0
@@ -116,11 +116,11 @@ def test_large_fill_is_split_over_threads_with_the_same_result(rng):
         outs = []
         for n in (1, 2):
             mpamp.set_num_threads(n)
-            outs.append(x.masked_fill(mask, 3.0).numpy())
+            outs.append(x.masked_fill(mask, 3.0).cpu().numpy())
     finally:
         mpamp.set_num_threads(before)
     np.testing.assert_array_equal(outs[0], outs[1])
-    np.testing.assert_array_equal(outs[0], np.where(mask.numpy(), 3.0, x.numpy()))
+    np.testing.assert_array_equal(outs[0], np.where(mask.cpu().numpy(), 3.0, x.cpu().numpy()))
 
 
 # ---- autograd ----
@@ -133,7 +133,7 @@ def test_backward_zeroes_masked_positions_and_reduces_broadcast_input(rng):
     assert y.grad_fn.name() == "MaskedFillBackward0"
     g = rng.normal(size=(2, 3)).astype(np.float32)
     y.backward(mpamp.tensor(g))
-    np.testing.assert_allclose(x.grad.numpy(), np.where(mask, 0, g).sum(0), rtol=1e-6)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.where(mask, 0, g).sum(0), rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
@@ -174,14 +174,14 @@ def test_no_grad_and_integer_outputs():
 
 def test_masked_fill_in_place(rng):
     x = make(rng, (3, 4), "float32")
-    ref = x.numpy().copy()
+    ref = x.cpu().numpy().copy()
     mask = rng.random((1, 4)) > 0.5
     assert x.masked_fill_(mpamp.tensor(mask), value=-1.0) is x
-    np.testing.assert_array_equal(x.numpy(), np.where(mask, -1.0, ref))
+    np.testing.assert_array_equal(x.cpu().numpy(), np.where(mask, -1.0, ref))
     base = mpamp.zeros(4, 6)
     base[:, ::2].masked_fill_(mpamp.tensor(np.array([True, False, True])), 9)   # a view
-    assert base.numpy()[:, 0].tolist() == [9.0] * 4 and base.numpy()[:, 2].sum() == 0
-    assert base.numpy()[:, 4].tolist() == [9.0] * 4
+    assert base.cpu().numpy()[:, 0].tolist() == [9.0] * 4 and base.cpu().numpy()[:, 2].sum() == 0
+    assert base.cpu().numpy()[:, 4].tolist() == [9.0] * 4
     ints = mpamp.zeros(3, dtype=mpamp.int64)
     ints.masked_fill_(mpamp.tensor([True, False, False]), 2.9)
     assert ints.tolist() == [2, 0, 0]
@@ -277,7 +277,7 @@ def test_triangle_layouts_and_empty(upper, rng):
     fn = mpamp.triu if upper else mpamp.tril
     for x in (base.transpose(0, 2), base[::2, 1::2], make(rng, (1, 7), "float32").expand(4, 7),
               mpamp.zeros(0, 3), mpamp.zeros(3, 0, 2)):
-        np.testing.assert_array_equal(fn(x, 1).numpy(), np_tri(x.numpy(), 1, upper))
+        np.testing.assert_array_equal(fn(x, 1).cpu().numpy(), np_tri(x.cpu().numpy(), 1, upper))
 
 
 @pytest.mark.parametrize("upper", [False, True])
@@ -287,16 +287,16 @@ def test_triangle_backward_and_in_place(upper, rng):
     assert y.grad_fn.name() == ("TriuBackward0" if upper else "TrilBackward0")
     g = rng.normal(size=(2, 5, 4)).astype(np.float32)
     y.backward(mpamp.tensor(g))
-    np.testing.assert_array_equal(x.grad.numpy(), np_tri(g, 1 if upper else -1, upper))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np_tri(g, 1 if upper else -1, upper))
     z = mpamp.tensor(rng.normal(size=(4, 4)).astype(np.float32))
-    ref = z.numpy().copy()
+    ref = z.cpu().numpy().copy()
     assert (z.triu_(2) if upper else z.tril_(diagonal=-2)) is z
-    np.testing.assert_array_equal(z.numpy(), np_tri(ref, 2 if upper else -2, upper))
+    np.testing.assert_array_equal(z.cpu().numpy(), np_tri(ref, 2 if upper else -2, upper))
     w = mpamp.zeros(3, 6)
     w[:, ::2] = 1.0
     view = w[:, ::2]
     view.triu_() if upper else view.tril_()
-    np.testing.assert_array_equal(w.numpy()[:, ::2], np_tri(np.ones((3, 3)), 0, upper))
+    np.testing.assert_array_equal(w.cpu().numpy()[:, ::2], np_tri(np.ones((3, 3)), 0, upper))
     with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an in-place operation"):
         x.triu_() if upper else x.tril_()
 
@@ -333,20 +333,20 @@ def test_against_torch(rng):
     tv, mv = torch.tensor(0.5, requires_grad=True), mpamp.tensor(0.5, requires_grad=True)
     want = tx.masked_fill(torch.tensor(mask), tv).tril(1).triu(-1)
     got = mx.masked_fill(mpamp.tensor(mask), mv).tril(1).triu(-1)
-    np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+    np.testing.assert_array_equal(got.detach().cpu().numpy(), want.detach().cpu().numpy())
     g = rng.normal(size=x.shape).astype(np.float32)
     want.backward(torch.tensor(g))
     got.backward(mpamp.tensor(g))
-    np.testing.assert_allclose(mx.grad.numpy(), tx.grad.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(mx.grad.cpu().numpy(), tx.grad.cpu().numpy(), rtol=1e-6)
     np.testing.assert_allclose(mv.grad.item(), tv.grad.item(), rtol=1e-5)
     for dt in (torch.float16, torch.bfloat16, torch.int64, torch.bool):
         t = torch.tensor(x > 0).to(dt) if dt is torch.bool else torch.tensor(x * 10).to(dt)
         m = mpamp.from_dlpack(t) if dt is not torch.bfloat16 else mpamp.tensor(x * 10).bfloat16()
         np.testing.assert_array_equal(to_numpy(m.masked_fill(mpamp.tensor(mask), 3)),
-                                      t.masked_fill(torch.tensor(mask), 3).float().numpy()
+                                      t.masked_fill(torch.tensor(mask), 3).float().cpu().numpy()
                                       if dt in (torch.float16, torch.bfloat16)
-                                      else t.masked_fill(torch.tensor(mask), 3).numpy())
+                                      else t.masked_fill(torch.tensor(mask), 3).cpu().numpy())
         np.testing.assert_array_equal(to_numpy(mpamp.tril(m, -1)),
-                                      torch.tril(t, -1).float().numpy()
+                                      torch.tril(t, -1).float().cpu().numpy()
                                       if dt in (torch.float16, torch.bfloat16)
-                                      else torch.tril(t, -1).numpy())
+                                      else torch.tril(t, -1).cpu().numpy())

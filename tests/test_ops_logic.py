@@ -396,18 +396,18 @@ def test_against_torch(rng):
             tb = torch.from_numpy(bn).to(tdt[db])
             for name in LOGICAL:
                 np.testing.assert_array_equal(to_numpy(getattr(mpamp, name)(a, b)),
-                                              getattr(torch, name)(ta, tb).numpy())
+                                              getattr(torch, name)(ta, tb).cpu().numpy())
             if da in FLOATS or db in FLOATS:
                 continue
             for name, (_, op) in BITWISE.items():
-                np.testing.assert_array_equal(to_numpy(op(a, b)), op(ta, tb).numpy())
+                np.testing.assert_array_equal(to_numpy(op(a, b)), op(ta, tb).cpu().numpy())
         for name in CLASSIFY:
             np.testing.assert_array_equal(to_numpy(getattr(mpamp, name)(a)),
-                                          getattr(torch, name)(ta).numpy())
+                                          getattr(torch, name)(ta).cpu().numpy())
         for fn in ("any", "all"):
             assert getattr(a, fn)().item() == getattr(ta, fn)().item()
             np.testing.assert_array_equal(to_numpy(getattr(a, fn)(1, keepdim=True)),
-                                          getattr(ta, fn)(1, keepdim=True).numpy())
+                                          getattr(ta, fn)(1, keepdim=True).cpu().numpy())
     for dt in FLOATS:
         x = rng.normal(size=50).astype(np.float32)
         y = x * (1 + rng.choice([1e-6, 1e-4, 1e-2], size=50).astype(np.float32))
@@ -415,4 +415,4 @@ def test_against_torch(rng):
         mx, my = mpamp.tensor(x).to(dt), mpamp.tensor(y).to(dt)
         for rtol, atol in ((1e-5, 1e-8), (1e-3, 1e-5), (1e-2, 0.0)):
             np.testing.assert_array_equal(to_numpy(mpamp.isclose(mx, my, rtol, atol)),
-                                          torch.isclose(tx, ty, rtol, atol).numpy())
+                                          torch.isclose(tx, ty, rtol, atol).cpu().numpy())

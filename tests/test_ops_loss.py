@@ -436,7 +436,7 @@ def test_losses_against_torch(rng):
         ]
         for f, tf in cases:
             y, ty = f(x), tf(tx)
-            np.testing.assert_allclose(to_numpy(y), ty.detach().float().numpy(),
+            np.testing.assert_allclose(to_numpy(y), ty.detach().float().cpu().numpy(),
                                        rtol=rtol * 2, atol=atol)
             g = rng.standard_normal(tuple(y.shape)).astype(np.float32)
             (gx,) = mpamp.autograd.grad(y, [x], mk(g, dtype))
@@ -444,7 +444,7 @@ def test_losses_against_torch(rng):
             # torch rounds intermediates (elementwise losses, smoothing terms) to bf16 where
             # mpamp keeps fp32: a few ulps apart at half precision
             scale = 1 if dtype == "float32" else 4
-            np.testing.assert_allclose(to_numpy(gx), tgx.float().numpy(), rtol=rtol * scale,
+            np.testing.assert_allclose(to_numpy(gx), tgx.float().cpu().numpy(), rtol=rtol * scale,
                                        atol=atol * scale * 10)
 
 

@@ -277,10 +277,10 @@ def test_int64_products_are_exact():
     ref = np.array(a.tolist(), dtype=np.int64) @ np.array(b.tolist(), dtype=np.int64)
     for out in (mpamp.mm(a, b), a @ b, mpamp.matmul(a[0], b)):
         assert out.dtype == mpamp.int64
-    np.testing.assert_array_equal(mpamp.mm(a, b).numpy(), ref)
-    np.testing.assert_array_equal(mpamp.matmul(a[0], b).numpy(), ref[0])
+    np.testing.assert_array_equal(mpamp.mm(a, b).cpu().numpy(), ref)
+    np.testing.assert_array_equal(mpamp.matmul(a[0], b).cpu().numpy(), ref[0])
     c = mpamp.tensor([1, 2])
-    np.testing.assert_array_equal(mpamp.addmm(c, a, b, beta=2, alpha=3).numpy(),
+    np.testing.assert_array_equal(mpamp.addmm(c, a, b, beta=2, alpha=3).cpu().numpy(),
                                   2 * np.array([1, 2]) + 3 * ref)
 
 
@@ -314,7 +314,7 @@ def test_scalar_isa_gives_the_same_products():
             "out = mpamp.tensor(a) @ mpamp.tensor(b)\n"
             "ref = a.astype(np.float64) @ b.astype(np.float64)\n"
             "tol = 302 * 2.0**-24 * (np.abs(a) @ np.abs(b))\n"
-            "assert (np.abs(out.numpy() - ref) <= tol).all()\n"
+            "assert (np.abs(out.cpu().numpy() - ref) <= tol).all()\n"
             "print(mpamp.backends.cpu.get_cpu_capability())\n")
     res = run_python(code, MPAMP_CPU_ISA="scalar")
     assert res.returncode == 0, res.stderr
@@ -474,11 +474,11 @@ def test_against_torch(rng, dtype):
     mout.backward(mpamp.tensor(g).to(mdt))
     rtol = 2e-2 if dtype == "bfloat16" else 2e-3
     for m, t in ((mout, tout), (mx.grad, tx.grad), (mw.grad, tw.grad), (mb.grad, tb.grad)):
-        np.testing.assert_allclose(to_numpy(m), t.detach().float().numpy(), rtol=rtol,
+        np.testing.assert_allclose(to_numpy(m), t.detach().float().cpu().numpy(), rtol=rtol,
                                    atol=rtol * 4)
     ta, tb2 = torch.tensor(x[0]).to(tdt), torch.tensor(w.T).to(tdt)
     np.testing.assert_allclose(to_numpy(mpamp.tensor(x[0]).to(mdt) @ mpamp.tensor(w.T).to(mdt)),
-                               (ta @ tb2).float().numpy(), rtol=rtol, atol=rtol * 4)
+                               (ta @ tb2).float().cpu().numpy(), rtol=rtol, atol=rtol * 4)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])

@@ -363,14 +363,14 @@ def test_against_torch(rng):
             for name in ("max", "min"):
                 v, i = getattr(x, name)(dim)
                 tv, ti = getattr(tx, name)(dim)
-                np.testing.assert_array_equal(to_numpy(v), tv.float().detach().numpy())
+                np.testing.assert_array_equal(to_numpy(v), tv.float().detach().cpu().numpy())
                 assert to_numpy(i).tolist() == ti.tolist()
             assert to_numpy(x.argmin(dim)).tolist() == tx.argmin(dim).tolist()
         g = rng.standard_normal(6).astype(np.float32)
         for name in ("amax", "amin"):
             (gx,) = mpamp.autograd.grad(getattr(x, name)(0), [x], mk(g, dtype))
             (tg,) = torch.autograd.grad(getattr(tx, name)(0), [tx], torch.tensor(g).to(tdt))
-            np.testing.assert_allclose(to_numpy(gx), tg.float().numpy(), rtol=1e-6, atol=0)
+            np.testing.assert_allclose(to_numpy(gx), tg.float().cpu().numpy(), rtol=1e-6, atol=0)
         other = rng.standard_normal(6).astype(np.float32)
         other[2] = arr[0, 2]
         other[5] = NAN
@@ -378,8 +378,8 @@ def test_against_torch(rng):
             b = mk(other, dtype, requires_grad=True)
             tb = torch.tensor(other).to(tdt).requires_grad_()
             y, ty = getattr(mpamp, name)(x, b), getattr(torch, name)(tx, tb)
-            np.testing.assert_array_equal(to_numpy(y), ty.float().detach().numpy())
+            np.testing.assert_array_equal(to_numpy(y), ty.float().detach().cpu().numpy())
             ga, gb = mpamp.autograd.grad(y.sum(), [x, b])
             tga, tgb = torch.autograd.grad(ty.sum(), [tx, tb])
-            np.testing.assert_array_equal(to_numpy(ga), tga.float().numpy())
-            np.testing.assert_array_equal(to_numpy(gb), tgb.float().numpy())
+            np.testing.assert_array_equal(to_numpy(ga), tga.float().cpu().numpy())
+            np.testing.assert_array_equal(to_numpy(gb), tgb.float().cpu().numpy())

@@ -467,12 +467,12 @@ def test_against_torch(rng):
             (gx,) = grads(y, [x], mk(g, dtype))
             (tgx,) = torch.autograd.grad(ty, [tx], torch.tensor(g).to(tdt))
             rtol, atol = TOL[dtype]
-            np.testing.assert_allclose(to_numpy(y), ty.detach().float().numpy(),
+            np.testing.assert_allclose(to_numpy(y), ty.detach().float().cpu().numpy(),
                                        rtol=rtol, atol=atol)
             # torch rounds some intermediates differently at half precision (e.g. the
             # normalised values in layer_norm backward): allow 4 ulps there
             scale = 1 if dtype == "float32" else 4
-            np.testing.assert_allclose(to_numpy(gx), tgx.float().numpy(),
+            np.testing.assert_allclose(to_numpy(gx), tgx.float().cpu().numpy(),
                                        rtol=rtol * scale, atol=atol * scale * 100)
         assert x.argmax().item() == tx.argmax().item()
 

@@ -206,7 +206,7 @@ def test_dropout_statistics_scaling_and_backward(rng, dtype, p):
 
 def _rng_state():
     """(seed, offset) of the default generator, decoded from its uint8 state tensor."""
-    return struct.unpack("<QQ", bytes(mpamp.default_generator.get_state().numpy()))
+    return struct.unpack("<QQ", bytes(mpamp.default_generator.get_state().cpu().numpy()))
 
 
 def test_dropout_reproducible_and_stream_advances():

@@ -199,12 +199,12 @@ def test_against_torch(rng):
             for desc in (False, True):
                 v, i = x.sort(dim, desc)
                 tv, ti = tx.sort(dim=dim, descending=desc, stable=True)
-                np.testing.assert_array_equal(to_numpy(v), tv.float().numpy()
-                                              if dtype not in ("int64", "bool") else tv.numpy())
+                np.testing.assert_array_equal(to_numpy(v), tv.float().cpu().numpy()
+                                              if dtype not in ("int64", "bool") else tv.cpu().numpy())
                 assert to_numpy(i).tolist() == ti.tolist()            # stable: the same
         if dtype != "bool":
             for k in (1, 4):
                 v, _ = x.topk(k, 1)
                 tv, _ = tx.topk(k, 1)                                 # tie indices may differ
-                np.testing.assert_array_equal(to_numpy(v), tv.float().numpy()
-                                              if dtype != "int64" else tv.numpy())
+                np.testing.assert_array_equal(to_numpy(v), tv.float().cpu().numpy()
+                                              if dtype != "int64" else tv.cpu().numpy())

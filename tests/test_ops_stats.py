@@ -417,12 +417,12 @@ def test_against_torch(rng):
         x = mk(arr, requires_grad=True)
         tx = torch.tensor(arr, requires_grad=True)
         y, ty = fm(x, tx), ft(x, tx)
-        np.testing.assert_allclose(to_numpy(y), ty.detach().numpy(), rtol=2e-6, atol=1e-6,
+        np.testing.assert_allclose(to_numpy(y), ty.detach().cpu().numpy(), rtol=2e-6, atol=1e-6,
                                    err_msg=name)
         g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
         (gx,) = mpamp.autograd.grad(y, [x], mk(g))
         (tg,) = torch.autograd.grad(ty, [tx], torch.tensor(g))
-        np.testing.assert_allclose(to_numpy(gx), tg.numpy(), rtol=1e-5, atol=1e-5,
+        np.testing.assert_allclose(to_numpy(gx), tg.cpu().numpy(), rtol=1e-5, atol=1e-5,
                                    err_msg=name)
     ints = np.array([[3, -2, 5], [7, 0, 1]])
     for fm, ft in ((lambda t: t.prod(1), lambda t: t.prod(1)),

@@ -128,10 +128,10 @@ def test_param_groups_and_zero_grad(rng):
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
     a.grad, b.grad = mpamp.ones(4), mpamp.ones(4)
     opt.step()
-    np.testing.assert_allclose(a.detach().numpy(), 0.9)
-    np.testing.assert_allclose(b.detach().numpy(), 0.5)
+    np.testing.assert_allclose(a.detach().cpu().numpy(), 0.9)
+    np.testing.assert_allclose(b.detach().cpu().numpy(), 0.5)
     opt.zero_grad(set_to_none=False)
-    np.testing.assert_array_equal(a.grad.numpy(), 0.0)
+    np.testing.assert_array_equal(a.grad.cpu().numpy(), 0.0)
     opt.zero_grad()
     assert a.grad is None and b.grad is None
     opt.step()                                      # no grads: nothing happens
@@ -183,8 +183,8 @@ def test_defaults_and_state_dict_layout_match_torch():
         assert msd["param_groups"] == tsd["param_groups"]
         assert set(msd["state"][0]) == set(tsd["state"][0])
         for k, v in tsd["state"][0].items():
-            np.testing.assert_allclose(msd["state"][0][k].numpy(), v.numpy(), rtol=1e-6)
-        np.testing.assert_allclose(mp.detach().numpy(), tp.detach().numpy(), rtol=1e-6)
+            np.testing.assert_allclose(msd["state"][0][k].cpu().numpy(), v.cpu().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(mp.detach().cpu().numpy(), tp.detach().cpu().numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("cls,kw", [(optim.SGD, dict(lr=0.1, momentum=0.9)),
@@ -211,7 +211,7 @@ def test_state_dict_round_trip_mid_training(cls, kw, rng):
     o3.load_state_dict(sd)
     assert o3.param_groups[0]["lr"] == kw["lr"]
     train(o3, p3, grads[20:])
-    np.testing.assert_array_equal(p1.detach().numpy(), p3.detach().numpy())
+    np.testing.assert_array_equal(p1.detach().cpu().numpy(), p3.detach().cpu().numpy())
     with pytest.raises(ValueError, match="different number of parameter groups"):
         o3.load_state_dict({"state": {}, "param_groups": []})
 
@@ -229,8 +229,8 @@ def test_master_weights_keep_small_updates():
     np.testing.assert_array_equal(to_numpy(p), 1.0)
     mw = master.state[q]["master_weight"]
     assert mw.dtype == mpamp.float32
-    np.testing.assert_allclose(mw.numpy(), 0.99, rtol=1e-5)
-    np.testing.assert_array_equal(to_numpy(q), round_to(mw.numpy(), "bfloat16"))
+    np.testing.assert_allclose(mw.cpu().numpy(), 0.99, rtol=1e-5)
+    np.testing.assert_array_equal(to_numpy(q), round_to(mw.cpu().numpy(), "bfloat16"))
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
@@ -245,9 +245,9 @@ def test_master_weights_track_fp32(dtype, rng):
         ref.grad, low.grad = mpamp.tensor(g), mpamp.tensor(g).to(dtype=dt)
         o_ref.step()
         o_low.step()
-    np.testing.assert_allclose(o_low.state[low]["master_weight"].numpy(),
-                               ref.detach().numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_array_equal(to_numpy(low), round_to(ref.detach().numpy(), dtype))
+    np.testing.assert_allclose(o_low.state[low]["master_weight"].cpu().numpy(),
+                               ref.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(to_numpy(low), round_to(ref.detach().cpu().numpy(), dtype))
 
 
 def test_stochastic_rounding_unbiased_and_reproducible():
@@ -284,7 +284,7 @@ for _ in range(5):
     q.grad = mpamp.tensor(rng.standard_normal(517).astype(np.float32))
     o.step()
     o2.step()
-print(p.detach().numpy().tobytes().hex(), q.detach().numpy().tobytes().hex())
+print(p.detach().cpu().numpy().tobytes().hex(), q.detach().cpu().numpy().tobytes().hex())
 """
     out = {isa: run_python(code, MPAMP_CPU_ISA=isa) for isa in ("scalar", "avx2")}
     for r in out.values():
@@ -316,7 +316,7 @@ def test_against_torch_100_steps(rng):
             mp.grad, tp.grad = mpamp.tensor(g), torch.tensor(g)
             mo.step()
             to.step()
-        np.testing.assert_allclose(mp.detach().numpy(), tp.detach().numpy(), rtol=1e-5,
+        np.testing.assert_allclose(mp.detach().cpu().numpy(), tp.detach().cpu().numpy(), rtol=1e-5,
                                    atol=1e-6)
 
 
@@ -328,7 +328,7 @@ def test_stochastic_rounding_with_masters():
     for _ in range(10):
         p.grad = mpamp.ones(n, dtype=mpamp.bfloat16)
         opt.step()
-    master = opt.state[p]["master_weight"].numpy()
+    master = opt.state[p]["master_weight"].cpu().numpy()
     w = to_numpy(p)
     lo = round_to(master, "bfloat16")
     ulp = np.float32(2.0 ** -8)                 # bf16 spacing just below 1.0
@@ -366,8 +366,8 @@ for _ in range(3):
         p.grad = mpamp.tensor(rng.standard_normal(p.numel()).astype(np.float32)).bfloat16()
     o.step()
     o2.step()
-out = [p.detach().float().numpy().tobytes() for p in ps + qs]
-out += [o.state[p]["master_weight"].numpy().tobytes() for p in ps]
+out = [p.detach().float().cpu().numpy().tobytes() for p in ps + qs]
+out += [o.state[p]["master_weight"].cpu().numpy().tobytes() for p in ps]
 import hashlib
 print(hashlib.sha256(b"".join(out)).hexdigest())
 """

@@ -158,8 +158,8 @@ def test_master_weights(cls, rng):
         o32.step()
         o16.step()
     master = o16.state[low]["master_weight"]
-    np.testing.assert_array_equal(master.numpy(), ref.detach().numpy())
-    np.testing.assert_array_equal(to_numpy(low), round_to(ref.detach().numpy(), "bfloat16"))
+    np.testing.assert_array_equal(master.cpu().numpy(), ref.detach().cpu().numpy())
+    np.testing.assert_array_equal(to_numpy(low), round_to(ref.detach().cpu().numpy(), "bfloat16"))
     mpamp.manual_seed(5)
     sr = nn.Parameter(mpamp.ones(64, dtype=mpamp.bfloat16))
     o = cls([sr], lr=1e-3, master_weights=True, stochastic_rounding=True)
@@ -173,15 +173,15 @@ def test_param_groups_skipped_grads_and_closure(rng):
     opt = optim.RMSprop([{"params": [a, b]}, {"params": [c], "lr": 0.5, "centered": True}],
                         momentum=0.5)
     a.grad, c.grad = mpamp.ones(4), mpamp.ones(4)
-    before = b.detach().numpy().copy()
+    before = b.detach().cpu().numpy().copy()
     assert opt.step(lambda: 3.0) == 3.0
     assert b not in opt.state or len(opt.state[b]) == 0
-    np.testing.assert_array_equal(b.detach().numpy(), before)
+    np.testing.assert_array_equal(b.detach().cpu().numpy(), before)
     assert set(opt.state[c]) == {"step", "square_avg", "momentum_buffer", "grad_avg"}
     assert set(opt.state[a]) == {"step", "square_avg", "momentum_buffer"}
     ada = optim.Adagrad([a], initial_accumulator_value=0.25)
     assert ada.state[a]["step"].item() == 0.0                     # created eagerly, as torch
-    np.testing.assert_array_equal(ada.state[a]["sum"].numpy(), np.full(4, 0.25, F))
+    np.testing.assert_array_equal(ada.state[a]["sum"].cpu().numpy(), np.full(4, 0.25, F))
     ada.add_param_group({"params": [b]})
     b.grad = mpamp.ones(4)
     ada.step()
@@ -281,7 +281,7 @@ for cls, kw in cases:
             p.grad = mpamp.tensor(rng.standard_normal(1027).astype(np.float32)).to(dtype=dt)
             o.grad_scale = mpamp.tensor(4.0) if i % 2 else None
             o.step()
-        out.append(p.detach().float().numpy().tobytes().hex())
+        out.append(p.detach().float().cpu().numpy().tobytes().hex())
 print(" ".join(out))
 """
     out = {isa: run_python(code, MPAMP_CPU_ISA=isa) for isa in ("scalar", "avx2")}
@@ -321,7 +321,7 @@ def test_defaults_and_state_dict_layout_match_torch():
         assert list(msd["state"][0]) == list(tsd["state"][0])
         for k, v in tsd["state"][0].items():
             assert msd["state"][0][k].dtype == mpamp.float32
-            np.testing.assert_allclose(msd["state"][0][k].numpy(), v.numpy(), rtol=1e-6)
+            np.testing.assert_allclose(msd["state"][0][k].cpu().numpy(), v.cpu().numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("cls,kw", [(optim.RMSprop, dict(momentum=0.9, centered=True)),
@@ -348,7 +348,7 @@ def test_state_dict_round_trip(cls, kw, rng, tmp_path):
     o3.load_state_dict(copy.deepcopy(sd))
     assert o3.param_groups[0]["lr"] == o2.param_groups[0]["lr"]
     train(o3, p3, grads[15:])
-    np.testing.assert_array_equal(p1.detach().numpy(), p3.detach().numpy())
+    np.testing.assert_array_equal(p1.detach().cpu().numpy(), p3.detach().cpu().numpy())
 
 
 @pytest.mark.parametrize("name,kw", [("RMSprop", dict(momentum=0.5, centered=True, lr=0.01)),
@@ -364,7 +364,7 @@ def test_torch_saved_state_loads(name, kw, rng, tmp_path):
         tp.grad = torch.tensor(g)
         to.step()
     torch.save(to.state_dict(), str(tmp_path / "torch_opt.pt"))
-    mp = nn.Parameter(mpamp.tensor(tp.detach().numpy()))
+    mp = nn.Parameter(mpamp.tensor(tp.detach().cpu().numpy()))
     mo = getattr(optim, name)([mp], lr=5.0)
     mo.load_state_dict(mpamp.load(str(tmp_path / "torch_opt.pt")))
     assert mo.param_groups[0]["lr"] == kw.get("lr", 1.0)
@@ -372,7 +372,7 @@ def test_torch_saved_state_loads(name, kw, rng, tmp_path):
         tp.grad, mp.grad = torch.tensor(g), mpamp.tensor(g)
         to.step()
         mo.step()
-    np.testing.assert_allclose(mp.detach().numpy(), tp.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mp.detach().cpu().numpy(), tp.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
 
 
 # ---- GradScaler ----
@@ -392,19 +392,19 @@ def test_grad_scaler_unscales_in_kernel_and_skips_inf(cls, kw, rng):
         if step == 3:
             scaled[5] = np.inf
         p.grad = mpamp.tensor(scaled)
-        state_before = {k: v.numpy().copy() for k, v in opt.state[p].items()}
-        p_before = p.detach().numpy().copy()
+        state_before = {k: v.cpu().numpy().copy() for k, v in opt.state[p].items()}
+        p_before = p.detach().cpu().numpy().copy()
         scaler.step(opt)
         scaler.update()
         if step == 3:                           # skipped: params and state untouched
-            np.testing.assert_array_equal(p.detach().numpy(), p_before)
+            np.testing.assert_array_equal(p.detach().cpu().numpy(), p_before)
             for k, v in opt.state[p].items():
-                np.testing.assert_array_equal(v.numpy(), state_before[k])
+                np.testing.assert_array_equal(v.cpu().numpy(), state_before[k])
             continue
-        np.testing.assert_array_equal(p.grad.numpy(), scaled)   # unscaled in the kernel only
+        np.testing.assert_array_equal(p.grad.cpu().numpy(), scaled)   # unscaled in the kernel only
         ref.grad = mpamp.tensor(g)
         oref.step()
-        np.testing.assert_allclose(p.detach().numpy(), ref.detach().numpy(), rtol=2e-6,
+        np.testing.assert_allclose(p.detach().cpu().numpy(), ref.detach().cpu().numpy(), rtol=2e-6,
                                    atol=1e-7)
     assert scaler.stats()["skipped_steps"] == 1
     assert opt.state[p]["step"].item() == 5.0
@@ -418,10 +418,10 @@ def test_grad_scaler_after_unscale_(rng):
     scaler.scale(mpamp.tensor(1.0))
     p.grad = mpamp.tensor(np.full(8, np.nan, F))
     scaler.unscale_(opt)
-    before = p.detach().numpy().copy()
+    before = p.detach().cpu().numpy().copy()
     scaler.step(opt)
     scaler.update()
-    np.testing.assert_array_equal(p.detach().numpy(), before)
+    np.testing.assert_array_equal(p.detach().cpu().numpy(), before)
     assert len(opt.state[p]) == 0 and scaler.get_scale() == 2.0
 
 
@@ -444,4 +444,4 @@ def test_against_torch(case, rng):
         mo.step()
         to.step()
     for m, t in zip(mps, tps):
-        np.testing.assert_allclose(m.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(m.detach().cpu().numpy(), t.detach().cpu().numpy(), rtol=1e-5, atol=1e-6)

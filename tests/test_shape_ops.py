@@ -69,14 +69,14 @@ def test_split_backward_is_one_node_and_fills_unused_pieces(rng):
     (q * 2 + v).sum().backward()                 # k unused: its part of the gradient is zero
     ref = np.zeros_like(a)
     ref[:, :3], ref[:, 6:] = 2, 1
-    np.testing.assert_array_equal(x.grad.numpy(), ref)
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), ref)
     x.grad = None
     rows = x.unbind(0)
     assert rows[0].grad_fn.name() == "UnbindBackward0"
     (rows[1] * 3).sum().backward()
     ref = np.zeros_like(a)
     ref[1] = 3
-    np.testing.assert_array_equal(x.grad.numpy(), ref)
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), ref)
     h = mpamp.tensor(a).half().requires_grad_(True)
     h.chunk(2, 1)[1].float().sum().backward()
     assert h.grad.dtype == mpamp.float16 and h.grad.float().sum().item() == 4 * 4
@@ -84,14 +84,14 @@ def test_split_backward_is_one_node_and_fills_unused_pieces(rng):
 
 def test_narrow(rng):
     t, a = make("float32", (3, 6), rng)
-    np.testing.assert_array_equal(t.narrow(1, 2, 3).numpy(), a[:, 2:5])
-    np.testing.assert_array_equal(mpamp.narrow(t, -1, -2, 2).numpy(), a[:, 4:6])
-    np.testing.assert_array_equal(t.narrow(0, mpamp.tensor(1), 2).numpy(), a[1:3])
+    np.testing.assert_array_equal(t.narrow(1, 2, 3).cpu().numpy(), a[:, 2:5])
+    np.testing.assert_array_equal(mpamp.narrow(t, -1, -2, 2).cpu().numpy(), a[:, 4:6])
+    np.testing.assert_array_equal(t.narrow(0, mpamp.tensor(1), 2).cpu().numpy(), a[1:3])
     x = mpamp.tensor(a, requires_grad=True)
     y = x.narrow(1, 1, 2)
     assert y.grad_fn.name() == "SliceBackward0"
     y.sum().backward()
-    assert x.grad.numpy()[:, 1:3].all() and x.grad.sum().item() == 6
+    assert x.grad.cpu().numpy()[:, 1:3].all() and x.grad.sum().item() == 6
 
 
 # ---- copies ----
@@ -123,13 +123,13 @@ def test_repeat_interleave_index_form_and_backward(rng):
     a = rng.standard_normal((3, 2)).astype(np.float32)
     x = mpamp.tensor(a, requires_grad=True)
     x.repeat_interleave(mpamp.tensor([3, 0, 1]), dim=0).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.array([[3, 3], [0, 0], [1, 1]]))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.array([[3, 3], [0, 0], [1, 1]]))
     x.grad = None
     (x.repeat(2, 3) * 2).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 2), 12.0))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full((3, 2), 12.0))
     x.grad = None
     x.repeat_interleave(2, dim=1).sum().backward()
-    np.testing.assert_array_equal(x.grad.numpy(), np.full((3, 2), 2.0))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full((3, 2), 2.0))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -160,32 +160,32 @@ def test_roll_and_flip_backward(rng):
     y = x.flip([1])
     assert y.grad_fn.name() == "FlipBackward0"
     y.backward(mpamp.tensor(g))
-    np.testing.assert_array_equal(x.grad.numpy(), np.flip(g, 1))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.flip(g, 1))
     x.grad = None
     x.roll((1, 2), (0, 1)).backward(mpamp.tensor(g))
-    np.testing.assert_array_equal(x.grad.numpy(), np.roll(g, (-1, -2), (0, 1)))
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.roll(g, (-1, -2), (0, 1)))
 
 
 def test_movedim_swapaxes_and_function_forms(rng):
     t, a = make("float32", (2, 3, 4), rng)
-    np.testing.assert_array_equal(t.movedim(0, 2).numpy(), np.moveaxis(a, 0, 2))
-    np.testing.assert_array_equal(mpamp.movedim(t, (0, 1), (2, 0)).numpy(),
+    np.testing.assert_array_equal(t.movedim(0, 2).cpu().numpy(), np.moveaxis(a, 0, 2))
+    np.testing.assert_array_equal(mpamp.movedim(t, (0, 1), (2, 0)).cpu().numpy(),
                                   np.moveaxis(a, (0, 1), (2, 0)))
-    np.testing.assert_array_equal(mpamp.moveaxis(t, -1, 0).numpy(), np.moveaxis(a, -1, 0))
-    np.testing.assert_array_equal(t.swapaxes(0, 2).numpy(), a.swapaxes(0, 2))
-    np.testing.assert_array_equal(mpamp.swapdims(t, 1, 2).numpy(), a.swapaxes(1, 2))
-    np.testing.assert_array_equal(mpamp.flatten(t, 1).numpy(), a.reshape(2, 12))
-    np.testing.assert_array_equal(mpamp.reshape(t, (4, -1)).numpy(), a.reshape(4, 6))
-    np.testing.assert_array_equal(mpamp.transpose(t, 0, 1).numpy(), a.transpose(1, 0, 2))
-    np.testing.assert_array_equal(mpamp.permute(t, (2, 0, 1)).numpy(), a.transpose(2, 0, 1))
-    np.testing.assert_array_equal(mpamp.unsqueeze(t, 1).numpy(), a[:, None])
+    np.testing.assert_array_equal(mpamp.moveaxis(t, -1, 0).cpu().numpy(), np.moveaxis(a, -1, 0))
+    np.testing.assert_array_equal(t.swapaxes(0, 2).cpu().numpy(), a.swapaxes(0, 2))
+    np.testing.assert_array_equal(mpamp.swapdims(t, 1, 2).cpu().numpy(), a.swapaxes(1, 2))
+    np.testing.assert_array_equal(mpamp.flatten(t, 1).cpu().numpy(), a.reshape(2, 12))
+    np.testing.assert_array_equal(mpamp.reshape(t, (4, -1)).cpu().numpy(), a.reshape(4, 6))
+    np.testing.assert_array_equal(mpamp.transpose(t, 0, 1).cpu().numpy(), a.transpose(1, 0, 2))
+    np.testing.assert_array_equal(mpamp.permute(t, (2, 0, 1)).cpu().numpy(), a.transpose(2, 0, 1))
+    np.testing.assert_array_equal(mpamp.unsqueeze(t, 1).cpu().numpy(), a[:, None])
     s = mpamp.zeros(1, 3, 1)
     assert mpamp.squeeze(s).shape == (3,) and mpamp.squeeze(s, 0).shape == (3, 1)
     assert mpamp.squeeze(s, (0, 2)).shape == (3,) and mpamp.squeeze(s, (-1,)).shape == (1, 3)
     c = mpamp.clone(t, memory_format=None)
     c.fill_(0)
     assert to_numpy(t).tolist() == a.tolist()
-    np.testing.assert_array_equal(mpamp.t(t[0]).numpy(), a[0].T)
+    np.testing.assert_array_equal(mpamp.t(t[0]).cpu().numpy(), a[0].T)
 
 
 # ---- factories and new_* ----
@@ -199,7 +199,7 @@ def test_linspace(dtype):
         ref = np.linspace(start, end, steps)
         if dtype == "int64":        # the ends are converted to int64 first, as torch
             ref = np.linspace(np.trunc(start), np.trunc(end), steps)
-            np.testing.assert_array_equal(out.numpy(), ref.astype(np.int64))
+            np.testing.assert_array_equal(out.cpu().numpy(), ref.astype(np.int64))
         else:
             np.testing.assert_allclose(to_numpy(out), ref, rtol=1e-2 if dtype != "float32"
                                        else 1e-6, atol=1e-6)
@@ -213,14 +213,14 @@ def test_linspace_matches_torch_bits():
                               (1, -1, 6), (-2.7, 0.3, 33), (5, 5, 3), (2, 9, 1)):
         for dt in ("float32", "float16", "bfloat16", "int64"):
             ref = torch.linspace(start, end, steps, dtype=getattr(torch, dt))
-            ref = (ref.float() if dt == "bfloat16" else ref).numpy()
+            ref = (ref.float() if dt == "bfloat16" else ref).cpu().numpy()
             got = mpamp.linspace(start, end, steps, dtype=getattr(mpamp, dt))
             np.testing.assert_array_equal(to_numpy(got), ref.astype(to_numpy(got).dtype))
 
 
 def test_eye_int_and_new_factories():
-    np.testing.assert_array_equal(mpamp.eye(3).numpy(), np.eye(3, dtype=np.float32))
-    np.testing.assert_array_equal(mpamp.eye(2, 4, dtype=mpamp.bool).numpy(), np.eye(2, 4) > 0)
+    np.testing.assert_array_equal(mpamp.eye(3).cpu().numpy(), np.eye(3, dtype=np.float32))
+    np.testing.assert_array_equal(mpamp.eye(2, 4, dtype=mpamp.bool).cpu().numpy(), np.eye(2, 4) > 0)
     assert mpamp.eye(0).shape == (0, 0) and mpamp.eye(3, 0).shape == (3, 0)
     x = mpamp.ones(2, dtype=mpamp.float16)
     assert x.int().dtype == mpamp.int64 and x.int().tolist() == [1, 1]   # no int32 in mpamp
@@ -248,13 +248,13 @@ def test_masked_select_nonzero_where(dtype, rng):
     row = np.array([True, False, True, True])
     np.testing.assert_array_equal(to_numpy(t.masked_select(mpamp.tensor(row))),
                                   a[np.broadcast_to(row, (3, 4))])
-    np.testing.assert_array_equal(mpamp.nonzero(t).numpy(), np.argwhere(a))
-    np.testing.assert_array_equal(t.t().nonzero().numpy(), np.argwhere(a.T))
-    np.testing.assert_array_equal(mpamp.argwhere(t).numpy(), np.argwhere(a))
+    np.testing.assert_array_equal(mpamp.nonzero(t).cpu().numpy(), np.argwhere(a))
+    np.testing.assert_array_equal(t.t().nonzero().cpu().numpy(), np.argwhere(a.T))
+    np.testing.assert_array_equal(mpamp.argwhere(t).cpu().numpy(), np.argwhere(a))
     for got, ref in zip(mpamp.nonzero(t, as_tuple=True), np.nonzero(a)):
-        np.testing.assert_array_equal(got.numpy(), ref)
+        np.testing.assert_array_equal(got.cpu().numpy(), ref)
     for got, ref in zip(mpamp.where(mpamp.tensor(m)), np.nonzero(m)):
-        np.testing.assert_array_equal(got.numpy(), ref)
+        np.testing.assert_array_equal(got.cpu().numpy(), ref)
 
 
 def test_nonzero_special_values_and_0d():
@@ -276,10 +276,10 @@ def test_masked_select_backward(rng):
     y.backward(mpamp.tensor(g))
     ref = np.zeros_like(a)
     ref[np.broadcast_to(m, (3, 4))] = g
-    np.testing.assert_array_equal(x.grad.numpy(), ref)
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), ref)
     v = mpamp.tensor(a[0], requires_grad=True)      # broadcast input: gradients sum up
     mpamp.masked_select(v, mpamp.ones(3, 4, dtype=mpamp.bool)).sum().backward()
-    np.testing.assert_array_equal(v.grad.numpy(), np.full(4, 3.0))
+    np.testing.assert_array_equal(v.grad.cpu().numpy(), np.full(4, 3.0))
 
 
 def test_results_match_torch():
@@ -302,7 +302,7 @@ def test_results_match_torch():
                                                                 else (ref,))
         assert len(got) == len(ref)
         for g, r in zip(got, ref):
-            np.testing.assert_array_equal(g.numpy(), r.numpy())
+            np.testing.assert_array_equal(g.cpu().numpy(), r.cpu().numpy())
 
 
 # ---- errors ----

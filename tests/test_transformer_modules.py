@@ -18,7 +18,7 @@ def torch_or_skip():
 
 def copy_weights(mp_module, torch_module):
     """Load torch's state_dict into the mpamp module (keys must match exactly)."""
-    state = {k: mpamp.tensor(v.detach().numpy()) for k, v in torch_module.state_dict().items()}
+    state = {k: mpamp.tensor(v.detach().cpu().numpy()) for k, v in torch_module.state_dict().items()}
     assert list(state) == list(mp_module.state_dict())
     mp_module.load_state_dict(state)
 
@@ -29,14 +29,14 @@ def both(rng, shape, torch):
 
 
 def close(m, t, rtol=1e-5, atol=2e-5):
-    np.testing.assert_allclose(to_numpy(m.detach()), t.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(to_numpy(m.detach()), t.detach().cpu().numpy(), rtol=rtol, atol=atol)
 
 
 def grads_close(mp_module, torch_module, rtol=1e-4, atol=2e-5):
     tp = dict(torch_module.named_parameters())
     for name, p in mp_module.named_parameters():
         assert p.grad is not None, name
-        np.testing.assert_allclose(p.grad.numpy(), tp[name].grad.numpy(), rtol=rtol,
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tp[name].grad.cpu().numpy(), rtol=rtol,
                                    atol=atol, err_msg=name)
 
 
@@ -71,13 +71,13 @@ def test_encoder_layers_are_deep_copies():
     enc = nn.TransformerEncoder(layer, 2)
     w0, w1 = enc.layers[0].linear1.weight, enc.layers[1].linear1.weight
     assert w0 is not w1 and w0 is not layer.linear1.weight
-    np.testing.assert_array_equal(w0.detach().numpy(), w1.detach().numpy())
+    np.testing.assert_array_equal(w0.detach().cpu().numpy(), w1.detach().cpu().numpy())
     assert len(list(enc.parameters())) == 2 * len(list(layer.parameters()))
 
 
 def test_mha_init():
     m = nn.MultiheadAttention(12, 3)
-    w = m.in_proj_weight.detach().numpy()
+    w = m.in_proj_weight.detach().cpu().numpy()
     bound = np.sqrt(6.0 / (12 + 36))                    # xavier_uniform_ of (36, 12)
     assert np.abs(w).max() <= bound and np.abs(w).max() > 0.8 * bound
     assert m.in_proj_bias.abs().sum().item() == 0 and m.out_proj.bias.abs().sum().item() == 0
@@ -134,7 +134,7 @@ def test_mha_matches_torch(case, need_weights, rng):
     ot.sum().backward()
     grads_close(mm, tm)
     for m, t in {id(x[0]): x for x in ((qm, qt), (km, kt), (vm, vt))}.values():
-        np.testing.assert_allclose(m.grad.numpy(), t.grad.numpy(), rtol=1e-4, atol=2e-5)
+        np.testing.assert_allclose(m.grad.cpu().numpy(), t.grad.cpu().numpy(), rtol=1e-4, atol=2e-5)
 
 
 @pytest.mark.parametrize("batch_first", [False, True])
@@ -194,16 +194,16 @@ def test_mha_dropout_in_training_only(rng):
     m = nn.MultiheadAttention(8, 2, dropout=0.5)
     x = mpamp.tensor(rng.normal(size=(6, 2, 8)).astype(np.float32))
     m.eval()
-    e1, e2 = m(x, x, x)[0].detach().numpy(), m(x, x, x)[0].detach().numpy()
+    e1, e2 = m(x, x, x)[0].detach().cpu().numpy(), m(x, x, x)[0].detach().cpu().numpy()
     np.testing.assert_array_equal(e1, e2)
     m.train()
     mpamp.manual_seed(0)
-    t1 = m(x, x, x, need_weights=False)[0].detach().numpy()
+    t1 = m(x, x, x, need_weights=False)[0].detach().cpu().numpy()
     mpamp.manual_seed(0)
-    t2 = m(x, x, x, need_weights=False)[0].detach().numpy()
+    t2 = m(x, x, x, need_weights=False)[0].detach().cpu().numpy()
     np.testing.assert_array_equal(t1, t2)
     assert not np.allclose(t1, e1)
-    w = m(x, x, x)[1].detach().numpy()                  # dropped weights are returned
+    w = m(x, x, x)[1].detach().cpu().numpy()                  # dropped weights are returned
     assert (w == 0).any()
 
 
@@ -302,7 +302,7 @@ def test_encoder_layer_matches_torch(norm_first, batch_first, activation, rng):
     ot.sum().backward()
     om.sum().backward()
     grads_close(ml, tl, atol=5e-5)
-    np.testing.assert_allclose(xm.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=5e-5)
+    np.testing.assert_allclose(xm.grad.cpu().numpy(), xt.grad.cpu().numpy(), rtol=1e-4, atol=5e-5)
 
 
 def test_encoder_layer_no_bias_and_unbatched(rng):
@@ -330,15 +330,15 @@ def test_encoder_matches_torch(batch_first, rng):
     causal = torch.nn.Transformer.generate_square_subsequent_mask(T)
     pad = np.zeros((2, T), bool)
     pad[1, -4:] = True
-    for kwargs in ({}, {"mask": causal.numpy()}, {"src_key_padding_mask": pad},
-                   {"mask": causal.numpy(), "src_key_padding_mask": pad}):
+    for kwargs in ({}, {"mask": causal.cpu().numpy()}, {"src_key_padding_mask": pad},
+                   {"mask": causal.cpu().numpy(), "src_key_padding_mask": pad}):
         tenc.eval(), menc.eval()
         ot = tenc(xt, **{k: torch.tensor(v) for k, v in kwargs.items()})
         om = menc(xm, **{k: mpamp.tensor(v) for k, v in kwargs.items()})
         close(om, ot, atol=5e-5)
     tenc.train(), menc.train()
     ot = tenc(xt, mask=causal)
-    om = menc(xm, mask=mpamp.tensor(causal.numpy()))
+    om = menc(xm, mask=mpamp.tensor(causal.cpu().numpy()))
     close(om, ot, atol=5e-5)
     ot.sum().backward()
     om.sum().backward()
@@ -386,25 +386,25 @@ def test_rms_norm_forward_backward(dtype, rng):
     # fp32 rows (24 elements) are summed in double: fp32 tolerance; fp16/bf16 gradients are
     # rounded once from fp32 (x's), the weight gradient stays fp32 (a sum of 3 rows)
     np.testing.assert_allclose(to_numpy(x.grad), dx, rtol=rtol, atol=max(atol, rtol * 4))
-    np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(w.grad.cpu().numpy(), dw, rtol=1e-5, atol=1e-5)
     assert w.grad.dtype is mpamp.float32
 
 
 def test_rms_norm_defaults_and_layouts(rng):
     xn = rng.normal(size=(5, 8)).astype(np.float32)
     y = F.rms_norm(mpamp.tensor(xn), [8])
-    np.testing.assert_allclose(y.numpy(), rms_ref(xn, None, np.finfo(np.float32).eps)[0],
+    np.testing.assert_allclose(y.cpu().numpy(), rms_ref(xn, None, np.finfo(np.float32).eps)[0],
                                rtol=1.3e-6, atol=1e-5)
     xt = mpamp.tensor(np.ascontiguousarray(xn.T)).t()                # non-contiguous
-    np.testing.assert_allclose(F.rms_norm(xt, 8).numpy(), y.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(F.rms_norm(xt, 8).cpu().numpy(), y.cpu().numpy(), rtol=1e-6)
     bf = mpamp.tensor([[1e-3, 1e-3]]).bfloat16()                     # eps is fp32's, as torch
     assert abs(F.rms_norm(bf, (2,)).float().tolist()[0][0] - 0.9453) < 5e-3
     assert tuple(F.rms_norm(mpamp.zeros(0, 8), (8,)).shape) == (0, 8)
     m = nn.RMSNorm(8)
-    np.testing.assert_allclose(m(mpamp.tensor(xn)).detach().numpy(), y.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(m(mpamp.tensor(xn)).detach().cpu().numpy(), y.cpu().numpy(), rtol=1e-6)
     m = nn.RMSNorm([8], eps=1e-2, elementwise_affine=False)
     assert m.weight is None and not list(m.parameters())
-    np.testing.assert_allclose(m(mpamp.tensor(xn)).numpy(), rms_ref(xn, None, 1e-2)[0],
+    np.testing.assert_allclose(m(mpamp.tensor(xn)).cpu().numpy(), rms_ref(xn, None, 1e-2)[0],
                                rtol=1.3e-6, atol=1e-5)
 
 
@@ -457,10 +457,10 @@ def test_rms_norm_against_torch_and_autocast(rng):
     ot.sum().backward()
     om.sum().backward()
     grads_close(mm, tm)
-    np.testing.assert_allclose(xm.grad.numpy(), xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(xm.grad.cpu().numpy(), xt.grad.cpu().numpy(), rtol=1e-5, atol=1e-5)
     for dt in (torch.float16, torch.bfloat16):
         a = rng.normal(size=(3, 8)).astype(np.float32)
-        want = torch.nn.functional.rms_norm(torch.tensor(a).to(dt), (8,)).float().numpy()
+        want = torch.nn.functional.rms_norm(torch.tensor(a).to(dt), (8,)).float().cpu().numpy()
         got = to_numpy(F.rms_norm(mpamp.tensor(a).to(str(dt).split(".")[1]), (8,)))
         np.testing.assert_allclose(got, want, rtol=TOL[str(dt).split(".")[1]][0] * 2,
                                    atol=1e-3)

@@ -141,7 +141,7 @@ def test_indexing_shares_memory_and_setitem():
     t[:, 0] = mpamp.tensor([1.0, 2.0, 3.0])
     t[0] = 5
     t[2, 1:3] = mpamp.tensor(9.0)
-    a = t.numpy()
+    a = t.cpu().numpy()
     np.testing.assert_array_equal(a[:, 0], [5, 2, 3])
     np.testing.assert_array_equal(a[0], [5, 5, 5, 5])
     np.testing.assert_array_equal(a[2, 1:3], [9, 9])

@@ -132,14 +132,15 @@ static PyObject *f_arange(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 
 enum { RAND_UNIFORM, RAND_NORMAL, RAND_INT };
 
-/* Fills t (any layout) with the chosen distribution; returns blocks consumed or -1. */
+/* Fills t (any layout, any device) with the chosen distribution; returns blocks consumed or
+ * -1. The draws are made on the host (the one CPU generator) and copied to a device tensor. */
 static long long random_fill(mp_tensor *t, int kind, double p0, double p1, int64_t lo,
                              int64_t hi, uint64_t seed, uint64_t offset)
 {
     mp_tensor *dst = t;
     mp_status st = MP_OK;
     uint64_t used = 0;
-    if (!mp_tensor_is_contiguous(t))
+    if (!mp_tensor_is_contiguous(t) || t->storage->device != MP_DEVICE_CPU)
         st = mp_tensor_empty(t->shape, t->ndim, t->dtype, MP_DEVICE_CPU, &dst);
     if (st != MP_OK)
         return mp_raise_int(st);

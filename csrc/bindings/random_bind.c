@@ -79,18 +79,24 @@ static PyObject *f_random_inplace(PyObject *m, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     uint64_t used = 0;
+    mp_tensor *hp = NULL;   /* bernoulli's p on the host */
+    /* The draws are made on the host from the one (CPU) generator and copied to a device
+     * tensor by the commit, so a CUDA tensor gets the CPU's stream of numbers. */
     mp_status st = mp_check_inplace(t, name);
     if (st == MP_OK)
-        st = mp_tensor_empty(t->shape, t->ndim, t->dtype, t->storage->device, &dst);
+        st = mp_tensor_empty(t->shape, t->ndim, t->dtype, MP_DEVICE_CPU, &dst);
+    if (st == MP_OK && pt)
+        st = mp_op_to_device(pt, MP_DEVICE_CPU, pt->dtype, 0, &hp);
     if (st == MP_OK) {
         int big = mp_tensor_numel(t) > MP_NOGIL_NUMEL;
         PyThreadState *ts = big ? PyEval_SaveThread() : NULL;
-        st = fill(dst, kind, a, b, pt, (uint64_t)seed, (uint64_t)offset, &used);
+        st = fill(dst, kind, a, b, hp, (uint64_t)seed, (uint64_t)offset, &used);
         if (ts)
             PyEval_RestoreThread(ts);
         if (st == MP_OK)      /* with the GIL: the commit may record autograd history */
             st = mp_inplace_commit(t, dst, name);
     }
+    mp_tensor_decref(hp);
     mp_tensor_decref(dst);
     if (st != MP_OK)
         return mp_raise(st);

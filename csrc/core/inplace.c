@@ -47,8 +47,8 @@ static mp_status geometry_attach(mp_node *n, const mp_tensor *base, const mp_ten
 }
 
 /* A zeroed buffer laid out like the base: *whole has the base's shape and strides, *region
- * the view's (both views of one new storage of dtype dt). */
-static mp_status base_buffer(const geometry *g, mp_dtype dt, mp_tensor **whole,
+ * the view's (both views of one new storage of dtype dt on dev, the gradient's device). */
+static mp_status base_buffer(const geometry *g, mp_dtype dt, mp_device dev, mp_tensor **whole,
                              mp_tensor **region)
 {
     int64_t span = 1, numel = 1;
@@ -57,7 +57,7 @@ static mp_status base_buffer(const geometry *g, mp_dtype dt, mp_tensor **whole,
         span += g->base_shape[i] > 0 ? (g->base_shape[i] - 1) * g->base_strides[i] : 0;
     }
     mp_tensor *z;
-    mp_status st = mp_tensor_full(&span, 1, dt, 0.0, &z);
+    mp_status st = mp_tensor_full_on(&span, 1, dt, 0.0, dev, &z);
     if (st != MP_OK)
         return st;
     *whole = mp_tensor_on_storage(z->storage, dt, g->base_shape, g->base_strides,
@@ -79,7 +79,7 @@ static mp_status as_strided_backward(mp_node *n, mp_tensor **gout, mp_tensor **g
     const geometry *g = n->ctx;
     mp_tensor *whole, *region, *gv = gout[0];
     mp_dtype dt = mp_dtype_is_float(gv->dtype) ? gv->dtype : MP_DTYPE_FLOAT32;
-    mp_status st = base_buffer(g, dt, &whole, &region);
+    mp_status st = base_buffer(g, dt, gv->storage->device, &whole, &region);
     if (st != MP_OK || !region) {
         gin[0] = whole;
         return st;
@@ -113,7 +113,7 @@ static mp_status copy_slices_backward(mp_node *n, mp_tensor **gout, mp_tensor **
     const geometry *g = n->ctx;
     mp_tensor *whole, *region;
     mp_dtype dt = mp_dtype_is_float(gout[0]->dtype) ? gout[0]->dtype : MP_DTYPE_FLOAT32;
-    mp_status st = base_buffer(g, dt, &whole, &region);
+    mp_status st = base_buffer(g, dt, gout[0]->storage->device, &whole, &region);
     if (st == MP_OK)
         st = mp_tensor_copy_(whole, gout[0]);
     if (st == MP_OK && region && n->next[1].node)

@@ -218,7 +218,7 @@ static mp_status zero_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     (void)n;
     mp_tensor *g = gout[0];
     mp_dtype dt = mp_dtype_is_float(g->dtype) ? g->dtype : MP_DTYPE_FLOAT32;
-    return mp_tensor_full(g->shape, g->ndim, dt, 0.0, &gin[0]);
+    return mp_tensor_full_on(g->shape, g->ndim, dt, 0.0, g->storage->device, &gin[0]);
 }
 
 mp_status mp_op_round_decimals(mp_tensor *a, int64_t decimals, mp_tensor **out)

@@ -15,13 +15,13 @@ static const char *const view_names[] = {"ViewBackward0", "PermuteBackward0",
                                          "SelectBackward0", "UnsqueezeBackward0",
                                          "SqueezeBackward0"};
 
-/* zeros of the input's shape in g's dtype, with g copied into the region the view covered */
+/* zeros of the input's shape in g's dtype on g's device, with g copied into the region the view covered */
 static mp_status scatter_back(mp_node *n, mp_tensor *g, mp_tensor **out)
 {
     int nd;
     const int64_t *shape = mp_node_in_shape(n, 0, &nd);
     mp_tensor *z, *region = NULL;
-    mp_status st = mp_tensor_full(shape, nd, g->dtype, 0.0, &z);
+    mp_status st = mp_tensor_full_on(shape, nd, g->dtype, 0.0, g->storage->device, &z);
     if (st != MP_OK)
         return st;
     if (n->iargs[0] == MP_VIEWOP_SLICE)

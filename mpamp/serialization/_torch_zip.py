@@ -288,8 +288,9 @@ class _Storage:
         else:
             name = _CONVERTED[self.type_name][1]
             self.reader.converted.add(f"{self.type_name} -> {name}")
-        t = tensor_from_array(arr, name, requires_grad)
-        return self.reader.place(t, self.location)
+        # placed first, requires_grad after: a tensor moved to its device stays a leaf
+        t = self.reader.place(tensor_from_array(arr, name), self.location)
+        return t.requires_grad_(True) if requires_grad else t
 
 
 class _Unpickler(pickle._Unpickler):

@@ -135,7 +135,7 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     sz = size if size is not None else mask.shape[-2]
     if tuple(mask.shape) != (sz, sz):
         return False
-    values = mask.detach().float().numpy()
+    values = mask.detach().float().cpu().numpy()
     return bool(np.array_equal(values, np.triu(np.full((sz, sz), -np.inf, np.float32), 1)))
 
 
