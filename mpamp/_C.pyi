@@ -22,7 +22,7 @@ class TensorBase:
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         """__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): a DLPack capsule sharing this tensor's memory (versioned when max_version >= (1, 0))"""
     def __dlpack_device__(self, *args: Any, **kwargs: Any) -> Any:
-        """(device_type, device_id) as DLPack numbers: (1, 0) for the CPU"""
+        """(device_type, device_id) as DLPack numbers: (1, 0) for the CPU, (2, 0) for cuda:0"""
     _base: Any  # The tensor this one is a view of, or None
     def _data_header(self, *args: Any, **kwargs: Any) -> Any:
         """The data outside autograd, with writes not versioned (Tensor.data)"""

@@ -25,11 +25,12 @@ def _float_formatter(values):
     return fmt
 
 
-def format_tensor(t):
-    """repr(t) in torch's style."""
+def format_tensor(t, device=None, requires_grad=None):
+    """repr(t) in torch's style; device (e.g. "cuda:0") and requires_grad describe the tensor
+    t is a host copy of (torch's order: device, dtype, requires_grad)."""
     dtype = t.dtype
     name = repr(dtype).split(".")[-1]
-    suffix = []
+    suffix = [f"device='{device}'"] if device is not None else []
     if t.numel() == 0:
         body = "[]"
         if t.shape != (0,):
@@ -44,6 +45,6 @@ def format_tensor(t):
         body = np.array2string(arr, **opts)
     if name not in _DEFAULT_DTYPES or (t.numel() == 0 and name != "float32"):
         suffix.append(f"dtype=mpamp.{name}")
-    if t.requires_grad:
+    if t.requires_grad if requires_grad is None else requires_grad:
         suffix.append("requires_grad=True")
     return "tensor(" + ", ".join([body] + suffix) + ")"

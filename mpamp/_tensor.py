@@ -25,8 +25,7 @@ class Tensor(_C.TensorBase):
 
     def __repr__(self):
         if self.is_cuda:   # values are formatted from a host copy, as torch does
-            text = format_tensor(self.detach().cpu())
-            return text[:-1] + ", device='cuda:0')" if text.endswith(")") else text
+            return format_tensor(self.detach().cpu(), "cuda:0", self.requires_grad)
         return format_tensor(self)
 
     __str__ = __repr__

@@ -26,11 +26,12 @@ def train(mode, width, steps=100, **scaler_kw):
     X, Y = problem()
     model = model_for(width)
     opt = optim.Adam(model.parameters(), lr=3e-3)
-    scaler = mpamp.amp.GradScaler("cpu", enabled=(mode == "fp16"), **scaler_kw)
+    dev = mpamp.get_default_device().type     # "cuda" in the device suite
+    scaler = mpamp.amp.GradScaler(dev, enabled=(mode == "fp16"), **scaler_kw)
     dtype = mpamp.float16 if mode == "fp16" else mpamp.bfloat16
     for _ in range(steps):
         opt.zero_grad()
-        with mpamp.autocast("cpu", dtype=dtype, enabled=mode != "fp32"):
+        with mpamp.autocast(dev, dtype=dtype, enabled=mode != "fp32"):
             loss = nn.functional.mse_loss(model(X), Y)
         scaler.scale(loss).backward()
         scaler.step(opt)

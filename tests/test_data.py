@@ -204,7 +204,7 @@ def test_tensor_dataset_fast_path_matches_stacking(dtype):
     assert len(fast) == len(slow) == 4
     for (fx, fy), (sx, sy) in zip(fast, slow):
         assert fx.dtype == sx.dtype == ds.tensors[0].dtype and fx.shape == sx.shape
-        assert mpamp._C._memoryview(fx).tobytes() == mpamp._C._memoryview(sx).tobytes()
+        assert mpamp._C._memoryview(fx.cpu()).tobytes() == mpamp._C._memoryview(sx.cpu()).tobytes()
         assert fy.tolist() == sy.tolist()
 
 

@@ -223,7 +223,7 @@ def test_state_machine_errors():
 
 
 def test_scale_containers_and_new_scale():
-    scaler = GradScaler("cpu", init_scale=4.0)
+    scaler = GradScaler(mpamp.get_default_device().type, init_scale=4.0)
     a, b = mpamp.tensor([1.0, 2.0]), mpamp.tensor(3.0)
     out = scaler.scale([a, (b, a)])
     assert isinstance(out, list) and isinstance(out[1], tuple)

@@ -341,7 +341,8 @@ def test_against_torch(rng):
     np.testing.assert_allclose(mv.grad.item(), tv.grad.item(), rtol=1e-5)
     for dt in (torch.float16, torch.bfloat16, torch.int64, torch.bool):
         t = torch.tensor(x > 0).to(dt) if dt is torch.bool else torch.tensor(x * 10).to(dt)
-        m = mpamp.from_dlpack(t) if dt is not torch.bfloat16 else mpamp.tensor(x * 10).bfloat16()
+        m = (mpamp.from_dlpack(t, device=mpamp.get_default_device()) if dt is not torch.bfloat16
+             else mpamp.tensor(x * 10).bfloat16())
         np.testing.assert_array_equal(to_numpy(m.masked_fill(mpamp.tensor(mask), 3)),
                                       t.masked_fill(torch.tensor(mask), 3).float().cpu().numpy()
                                       if dt in (torch.float16, torch.bfloat16)

@@ -59,7 +59,7 @@ def test_parameter_errors():
 
 
 def test_parameter_repr_as_torch():
-    p = nn.Parameter(mpamp.tensor([1.0, 2.5]))
+    p = nn.Parameter(mpamp.tensor([1.0, 2.5], device="cpu"))   # torch's CPU repr
     assert repr(p) == "Parameter containing:\ntensor([1.0000, 2.5000], requires_grad=True)"
     torch = pytest.importorskip("torch")
     assert repr(p) == repr(torch.nn.Parameter(torch.tensor([1.0, 2.5])))
@@ -438,7 +438,7 @@ def test_requires_grad_():
     (lambda m: m.half(), mpamp.float16), (lambda m: m.bfloat16(), mpamp.bfloat16),
     (lambda m: m.to(mpamp.float16), mpamp.float16), (lambda m: m.to("bf16"), mpamp.bfloat16),
     (lambda m: m.to(dtype=mpamp.bfloat16), mpamp.bfloat16),
-    (lambda m: m.to("cpu", mpamp.float16), mpamp.float16),
+    (lambda m: m.to(mpamp.get_default_device(), mpamp.float16), mpamp.float16),
     (lambda m: m.to(mpamp.zeros(1, dtype=mpamp.float16)), mpamp.float16),
     (lambda m: m.type(mpamp.float16), mpamp.float16)])
 def test_dtype_conversion_keeps_parameter_identity(convert, dtype):

@@ -18,6 +18,7 @@ class Adadelta(Optimizer):
     """Adadelta, as torch.optim.Adadelta (always fused)."""
 
     _step_supports_amp_scaling = True
+    _skip_read_on_host = True      # step counts live on the host
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False, master_weights=False,

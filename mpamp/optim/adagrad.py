@@ -19,6 +19,7 @@ class Adagrad(Optimizer):
     """Adagrad, as torch.optim.Adagrad (always fused; sparse gradients are not supported)."""
 
     _step_supports_amp_scaling = True
+    _skip_read_on_host = True      # step counts live on the host
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,

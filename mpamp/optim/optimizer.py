@@ -41,6 +41,10 @@ class Optimizer:
     # True when state["step"] lives on the parameter's device (Adam/AdamW: its fused kernel
     # counts there); False keeps step counts on the host, as torch's non-fused optimizers.
     _device_step_counts = False
+    # True when a skipped step must be known on the host even for a device found_inf: the
+    # optimizer counts steps (and creates state) on the host, so _amp_args reads found_inf
+    # once per step (torch's one copy per optimizer for a path that cannot fuse the skip).
+    _skip_read_on_host = False
 
     def __init__(self, params, defaults):
         self.defaults = defaults
@@ -196,7 +200,8 @@ class Optimizer:
         if grad_scale is not None and not isinstance(grad_scale, mpamp.Tensor):
             grad_scale = mpamp.full((), float(grad_scale), dtype=mpamp.float32,
                                     device=self._device())
-        skip = found_inf is not None and not found_inf.is_cuda and found_inf.item() != 0.0
+        skip = (found_inf is not None and (not found_inf.is_cuda or self._skip_read_on_host)
+                and found_inf.item() != 0.0)
         return grad_scale, found_inf, skip
 
     def _device(self):

@@ -25,6 +25,7 @@ class RMSprop(Optimizer):
     """RMSprop, as torch.optim.RMSprop (always fused)."""
 
     _step_supports_amp_scaling = True
+    _skip_read_on_host = True      # step counts live on the host
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
