@@ -9,6 +9,7 @@
 
 static mp_cpu_kernels mp_tables[MP_ISA_COUNT];
 static int mp_supported[MP_ISA_COUNT];
+static int mp_filled[MP_ISA_COUNT];     /* levels whose table was filled (usable) */
 static mp_isa mp_detected = MP_ISA_SCALAR;
 static mp_isa mp_active = MP_ISA_SCALAR;
 static pthread_once_t mp_once = PTHREAD_ONCE_INIT;
@@ -30,20 +31,6 @@ static void probe(void)
     mp_supported[MP_ISA_AVX512BF16] = mp_supported[MP_ISA_AVX512] &&
                                       __builtin_cpu_supports("avx512bf16");
 #endif
-    for (int i = 0; i < MP_ISA_COUNT; i++) {
-        mp_cpu_fill_scalar(&mp_tables[i]);
-        mp_vmath_fill_scalar(&mp_tables[i].vm);
-        mp_tables[i].isa = (mp_isa)i;
-    }
-#if defined(__x86_64__) && defined(__GNUC__)
-    mp_cpu_fill_avx2(&mp_tables[MP_ISA_AVX2]);
-    mp_cpu_fill_avx512(&mp_tables[MP_ISA_AVX512]);
-    mp_cpu_fill_avx512bf16(&mp_tables[MP_ISA_AVX512BF16]);
-    /* the vector math: 8 lanes on AVX2, 16 on both AVX-512 levels (the same bits) */
-    mp_vmath_fill_avx2(&mp_tables[MP_ISA_AVX2].vm);
-    for (int i = MP_ISA_AVX512; i < MP_ISA_COUNT; i++)
-        mp_vmath_fill_avx512(&mp_tables[i].vm);
-#endif
     for (int i = 0; i < MP_ISA_COUNT; i++)
         if (mp_supported[i])
             mp_detected = (mp_isa)i;
@@ -52,6 +39,31 @@ static void probe(void)
     int want = forced && *forced ? mp_isa_from_name(forced) : -1;
     if (want >= 0 && want < (int)mp_active)
         mp_active = (mp_isa)want;
+    /* Only the levels this process may run are filled (and handed out by mp_cpu_for_isa):
+     * an ISA file's fill function is compiled for its ISA and may use its instructions
+     * itself (gcc stores the pointers with AVX-512 moves), so filling a level the CPU lacks
+     * would fault at import; a forced level also keeps the process below it (emulators and
+     * valgrind, which lack AVX-512, run mpamp with MPAMP_CPU_ISA=avx2). */
+    for (int i = 0; i < MP_ISA_COUNT; i++) {
+        mp_filled[i] = i <= (int)mp_active && mp_supported[i];
+        mp_cpu_fill_scalar(&mp_tables[i]);
+        mp_vmath_fill_scalar(&mp_tables[i].vm);
+        mp_tables[i].isa = (mp_isa)i;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (mp_filled[MP_ISA_AVX2]) {
+        mp_cpu_fill_avx2(&mp_tables[MP_ISA_AVX2]);
+        /* the vector math: 8 lanes on AVX2, 16 on both AVX-512 levels (the same bits) */
+        mp_vmath_fill_avx2(&mp_tables[MP_ISA_AVX2].vm);
+    }
+    if (mp_filled[MP_ISA_AVX512])
+        mp_cpu_fill_avx512(&mp_tables[MP_ISA_AVX512]);
+    if (mp_filled[MP_ISA_AVX512BF16])
+        mp_cpu_fill_avx512bf16(&mp_tables[MP_ISA_AVX512BF16]);
+    for (int i = MP_ISA_AVX512; i < MP_ISA_COUNT; i++)
+        if (mp_filled[i])
+            mp_vmath_fill_avx512(&mp_tables[i].vm);
+#endif
 }
 
 const mp_cpu_kernels *mp_cpu(void)
@@ -63,7 +75,7 @@ const mp_cpu_kernels *mp_cpu(void)
 const mp_cpu_kernels *mp_cpu_for_isa(mp_isa isa)
 {
     pthread_once(&mp_once, probe);
-    if ((int)isa < 0 || isa >= MP_ISA_COUNT || !mp_supported[isa])
+    if ((int)isa < 0 || isa >= MP_ISA_COUNT || !mp_filled[isa])
         return NULL;
     return &mp_tables[isa];
 }
