@@ -178,3 +178,15 @@ def test_forced_scalar_gives_identical_results():
     assert isa_default == mpamp.backends.cpu.get_isa()
     assert isa_scalar == "scalar"
     assert digest_scalar == digest_default
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_forced_level_keeps_the_process_below_it(isa):
+    """A forced MPAMP_CPU_ISA fills (and offers) no table above it: the fill functions of a
+    level are compiled for its instructions, which an emulator or valgrind may lack."""
+    detected = _C._supported_isas()
+    out = run_python("from mpamp import _C; print(' '.join(_C._supported_isas()))",
+                     MPAMP_CPU_ISA=isa)
+    assert out.returncode == 0, out.stderr
+    want = detected[:detected.index(isa) + 1] if isa in detected else detected
+    assert out.stdout.split() == want
