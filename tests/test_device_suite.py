@@ -27,8 +27,7 @@ MODULES = [
     "test_nn_layers", "test_nn_module", "test_nn_utils", "test_nn_init",
     "test_transformer_modules", "test_serialization", "test_data",
 ]
-UNDER_ASAN = ["test_ops_pointwise", "test_ops_loss", "test_autograd", "test_inplace_autograd",
-              "test_grad_scaler", "test_optim", "test_nn_module", "test_serialization"]
+UNDER_ASAN = ["test_ops_pointwise", "test_autograd", "test_inplace_autograd", "test_optim"]
 
 
 def test_the_suites_pass_with_tensors_on_the_simulated_gpu():
@@ -47,7 +46,7 @@ def test_the_suites_pass_with_tensors_on_the_simulated_gpu():
     # the run did put tensors on the device: most tests pass there, none is skipped for
     # a reason other than a host-only op or what it already skips on the CPU
     passed = int(summary.split(" passed")[0].split()[-1])
-    assert passed > (300 if asan else 1500), summary
+    assert passed > (200 if asan else 1500), summary
 
 
 @pytest.mark.parametrize("device", [None, "cpu"])
