@@ -11,8 +11,7 @@ NumPy cannot export ml_dtypes.bfloat16 arrays through DLPack; use from_numpy for
 import warnings
 
 from . import _C
-from ._size import device as _device
-from ._tensor import _no_cuda_message
+from ._tensor import _check_device, _no_cuda_message
 
 _HOST_DEVICES = (1, 3)   # kDLCPU, kDLCUDAHost (pinned host memory)
 _CUDA = 2                # kDLCUDA
@@ -50,9 +49,7 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
 
     device= moves the result there, which is a copy unless it is already there (copy=False
     then raises BufferError)."""
-    target = None if device is None else _device(device)
-    if target is not None and target.type == "cuda" and not _C._cuda_count():
-        raise RuntimeError(_no_cuda_message())
+    target = None if device is None else _check_device(device)
     if hasattr(ext_tensor, "__dlpack__"):
         capsule, copied = _request_capsule(ext_tensor, copy)
     else:

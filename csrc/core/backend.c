@@ -273,19 +273,6 @@ void mp_tensor_byte_extent(const mp_tensor *t, int64_t *lo, int64_t *hi)
     *hi = h * es;
 }
 
-/* The CPU runs a buffer kernel as it is (what cpu_launch does), without the extents only a
- * device backend checks: the small-op path pays no more than a call. */
-static mp_status run_on_host(void *const *ptr, const void *args,
-                             mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg))
-{
-    mp_msg msg;
-    msg.text[0] = 0;
-    mp_status st = run(ptr, args, &msg);
-    if (st != MP_OK && msg.text[0])
-        return mp_backend_error(st, &msg);
-    return st;
-}
-
 mp_status mp_launch_tensors(mp_device dev, mp_kernel_id id, int n, mp_tensor *const *ts,
                             mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg),
                             const void *args)
@@ -297,8 +284,10 @@ mp_status mp_launch_tensors(mp_device dev, mp_kernel_id id, int n, mp_tensor *co
                         MP_KERNEL_STACK_BUFS);
     for (int i = 0; i < n; i++)
         ptr[i] = ts[i] ? mp_tensor_data(ts[i]) : NULL;
-    if (dev == MP_DEVICE_CPU)
-        return run_on_host(ptr, args, run);
+    if (dev == MP_DEVICE_CPU) {     /* the CPU checks no extents: no need to compute them */
+        mp_buf_kernel k = {id, n, ptr, NULL, NULL, run, args};
+        return mp_launch(dev, &k);
+    }
     for (int i = 0; i < n; i++) {
         lo[i] = hi[i] = 0;
         if (ts[i])
@@ -313,8 +302,10 @@ mp_status mp_launch_bufs(mp_device dev, mp_kernel_id id, int n, void *const *ptr
                          mp_status (*run)(void *const *ptr, const void *args, mp_msg *msg),
                          const void *args)
 {
-    if (dev == MP_DEVICE_CPU)
-        return run_on_host(ptr, args, run);
+    if (dev == MP_DEVICE_CPU) {     /* the CPU checks no extents */
+        mp_buf_kernel k = {id, n, ptr, NULL, nbytes, run, args};
+        return mp_launch(dev, &k);
+    }
     int64_t zero[MP_KERNEL_STACK_BUFS] = {0};
     int64_t *lo = n <= MP_KERNEL_STACK_BUFS ? zero : calloc((size_t)n, sizeof(int64_t));
     if (!lo)

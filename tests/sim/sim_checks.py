@@ -232,6 +232,15 @@ def check_fused_amp_step_makes_no_device_to_host_copy():
     import mpamp.nn.functional as F
     from mpamp import optim
     from mpamp.amp import GradScaler
+
+    def amp_step(model, opt, scaler, x, y):
+        opt.zero_grad()
+        with m.autocast(device_type="cuda"):
+            loss = F.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
     for make in (lambda p: optim.Adam(p, lr=1e-3), lambda p: optim.AdamW(p, lr=1e-3),
                  lambda p: optim.SGD(p, lr=1e-3, momentum=0.9)):
         model = _model("cuda")
@@ -241,12 +250,7 @@ def check_fused_amp_step_makes_no_device_to_host_copy():
         x, y = m.randn(16, 12).cuda(), m.randn(16, 1).cuda()
         for i in range(4):
             before = c.sim_stats()
-            opt.zero_grad()
-            with m.autocast(device_type="cuda"):
-                loss = F.mse_loss(model(x), y)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
+            loss = amp_step(model, opt, scaler, x, y)
             after = c.sim_stats()
             assert after["d2h"] == before["d2h"], (i, before, after)
             assert after["syncs"] == before["syncs"], (i, before, after)
@@ -261,12 +265,7 @@ def check_fused_amp_step_makes_no_device_to_host_copy():
     scaler = GradScaler(init_scale=2.0)
     for i in range(2):
         before = c.sim_stats()
-        opt.zero_grad()
-        with m.autocast(device_type="cuda"):
-            loss = F.mse_loss(model(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
+        amp_step(model, opt, scaler, x, y)
         assert c.sim_stats()["d2h"] - before["d2h"] == 1, i
     state = opt.state[next(model.parameters())]
     assert state["square_avg"].is_cuda and not state["step"].is_cuda
