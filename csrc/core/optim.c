@@ -15,7 +15,6 @@
 #include "matmul_core.h"
 #include "random.h"
 #include "../cpu/dispatch.h"
-#include "../cpu/optim_kernels.h"
 #include "../cpu/parallel.h"
 
 #define CHUNK 1024   /* multiple of 8: a Philox block gives eight 16-bit draws */
@@ -356,12 +355,11 @@ static void adam_span(float *p, const float *g, float **st, int64_t n, float inv
     mp_adam_hyper h = *(const mp_adam_hyper *)hyper;
     float scratch[CHUNK];
     float *m = st[0], *v = st[1], *vmax = st[2];
-#if defined(__x86_64__) || defined(_M_X64)
-    if (mp_cpu()->isa >= MP_ISA_AVX2) {
-        mp_adam_span_avx2(p, g, NULL, m, v, h.amsgrad ? vmax : NULL, NULL, n, inv, &h);
+    const mp_optim_spans *vec = &mp_cpu()->optim;
+    if (vec->adam) {
+        vec->adam(p, g, NULL, m, v, h.amsgrad ? vmax : NULL, NULL, n, inv, &h);
         return;
     }
-#endif
     if (!(h.amsgrad && vmax)) {   /* vmax is always written by the body: give it scratch */
         h.amsgrad = 0;
         vmax = scratch;
@@ -374,10 +372,11 @@ static void adam_span(float *p, const float *g, float **st, int64_t n, float inv
  * grads: one AVX2 pass reads grads and state once and writes params, masters and state. */
 static int adam_fast(const job *j, int i, int64_t s, int64_t len)
 {
-#if defined(__x86_64__) || defined(_M_X64)
     const member *m = &j->mem[i];
     const mp_adam_hyper *h = (const mp_adam_hyper *)(m->hyper ? m->hyper : j->hyper);
-    if (mp_cpu()->isa < MP_ISA_AVX2 || m->gdt == MP_DTYPE_FLOAT16)
+    void (*span)(float *, const float *, const mp_bf16 *, float *, float *, float *, mp_bf16 *,
+                 int64_t, float, const mp_adam_hyper *) = mp_cpu()->optim.adam;
+    if (!span || m->gdt == MP_DTYPE_FLOAT16)
         return 0;
     float *pp;
     mp_bf16 *out16 = NULL;
@@ -391,14 +390,9 @@ static int adam_fast(const job *j, int i, int64_t s, int64_t len)
     }
     int g32 = m->gdt == MP_DTYPE_FLOAT32;
     float *vmax = h->amsgrad && m->st[2] ? m->st[2] + s : NULL;
-    mp_adam_span_avx2(pp, g32 ? (const float *)m->g + s : NULL,
-                      g32 ? NULL : (const mp_bf16 *)m->g + s, m->st[0] + s, m->st[1] + s,
-                      vmax, out16, len, j->inv, h);
+    span(pp, g32 ? (const float *)m->g + s : NULL, g32 ? NULL : (const mp_bf16 *)m->g + s,
+         m->st[0] + s, m->st[1] + s, vmax, out16, len, j->inv, h);
     return 1;
-#else
-    (void)j, (void)i, (void)s, (void)len;
-    return 0;
-#endif
 }
 
 mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor **v,
@@ -420,12 +414,10 @@ static void rmsprop_span(float *p, const float *g, float **st, int64_t n, float 
     const mp_rmsprop_hyper *h = (const mp_rmsprop_hyper *)hyper;
     float ga_scratch[CHUNK], buf_scratch[CHUNK];
     float *sq = st[0], *ga = st[1], *buf = st[2];
-#if defined(__x86_64__) || defined(_M_X64)
-    if (mp_cpu()->isa >= MP_ISA_AVX2) {
-        mp_rmsprop_span_avx2(p, g, sq, ga, buf, n, inv, h);
+    if (mp_cpu()->optim.rmsprop) {
+        mp_cpu()->optim.rmsprop(p, g, sq, ga, buf, n, inv, h);
         return;
     }
-#endif
     if (!ga) {                      /* the body always writes both: give it zeroed scratch */
         memset(ga_scratch, 0, sizeof(float) * (size_t)n);
         ga = ga_scratch;
@@ -454,12 +446,10 @@ static void adagrad_span(float *p, const float *g, float **st, int64_t n, float 
 {
     const mp_adagrad_hyper *h = (const mp_adagrad_hyper *)hyper;
     float *sum = st[0];
-#if defined(__x86_64__) || defined(_M_X64)
-    if (mp_cpu()->isa >= MP_ISA_AVX2) {
-        mp_adagrad_span_avx2(p, g, sum, n, inv, h);
+    if (mp_cpu()->optim.adagrad) {
+        mp_cpu()->optim.adagrad(p, g, sum, n, inv, h);
         return;
     }
-#endif
     for (int64_t i = 0; i < n; i++)
         p[i] = mp_adagrad_update(p[i], g[i] * inv, &sum[i], h);
 }
@@ -478,12 +468,10 @@ static void adadelta_span(float *p, const float *g, float **st, int64_t n, float
 {
     const mp_adadelta_hyper *h = (const mp_adadelta_hyper *)hyper;
     float *sq = st[0], *acc = st[1];
-#if defined(__x86_64__) || defined(_M_X64)
-    if (mp_cpu()->isa >= MP_ISA_AVX2) {
-        mp_adadelta_span_avx2(p, g, sq, acc, n, inv, h);
+    if (mp_cpu()->optim.adadelta) {
+        mp_cpu()->optim.adadelta(p, g, sq, acc, n, inv, h);
         return;
     }
-#endif
     for (int64_t i = 0; i < n; i++)
         p[i] = mp_adadelta_update(p[i], g[i] * inv, &sq[i], &acc[i], h);
 }

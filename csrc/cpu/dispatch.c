@@ -3,6 +3,8 @@
  * vector version of some kernel falls back to scalar for it. */
 #include "dispatch.h"
 
+#include "optim_kernels.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,9 @@ static void probe(void)
         mp_cpu_fill_scalar(&mp_tables[i]);
         mp_vmath_fill_scalar(&mp_tables[i].vm);
         mp_tables[i].isa = (mp_isa)i;
+        mp_tables[i].gemm_f32 = &mp_gemm_ukr_f32_scalar;
+        mp_tables[i].gemm_bf16 = NULL;
+        memset(&mp_tables[i].optim, 0, sizeof mp_tables[i].optim);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     if (mp_filled[MP_ISA_AVX2]) {
@@ -63,6 +68,19 @@ static void probe(void)
     for (int i = MP_ISA_AVX512; i < MP_ISA_COUNT; i++)
         if (mp_filled[i])
             mp_vmath_fill_avx512(&mp_tables[i].vm);
+    /* GEMM micro-kernels and optimizer spans: each level gets the best one it can run (the
+     * AVX2 optimizer spans serve the AVX-512 levels too) */
+    for (int i = MP_ISA_AVX2; i < MP_ISA_COUNT; i++) {
+        if (!mp_filled[i])
+            continue;
+        mp_cpu_kernels *k = &mp_tables[i];
+        k->gemm_f32 = i >= MP_ISA_AVX512 ? &mp_gemm_ukr_f32_avx512 : &mp_gemm_ukr_f32_avx2;
+        k->gemm_bf16 = i >= MP_ISA_AVX512BF16 ? &mp_gemm_ukr_bf16_avx512bf16 : NULL;
+        k->optim.adam = mp_adam_span_avx2;
+        k->optim.rmsprop = mp_rmsprop_span_avx2;
+        k->optim.adagrad = mp_adagrad_span_avx2;
+        k->optim.adadelta = mp_adadelta_span_avx2;
+    }
 #endif
 }
 

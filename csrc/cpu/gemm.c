@@ -178,19 +178,16 @@ mp_gemm_args mp_gemm_plain(int trans_a, int trans_b, int64_t m, int64_t n, int64
     return g;
 }
 
+/* The micro-kernel of one ISA level for these operand dtypes (cpu/dispatch.c chose them);
+ * a level this process cannot run falls back to the scalar kernel's name. */
 static const mp_gemm_ukr *pick(mp_isa isa, mp_dtype a, mp_dtype b)
 {
-#if defined(__x86_64__) && defined(__GNUC__)     /* the ISA files exist on x86-64 only */
-    if (isa >= MP_ISA_AVX512BF16 && a == MP_DTYPE_BFLOAT16 && b == MP_DTYPE_BFLOAT16)
-        return &mp_gemm_ukr_bf16_avx512bf16;
-    if (isa >= MP_ISA_AVX512)
-        return &mp_gemm_ukr_f32_avx512;
-    if (isa >= MP_ISA_AVX2)
-        return &mp_gemm_ukr_f32_avx2;
-#else
-    (void)isa, (void)a, (void)b;
-#endif
-    return &mp_gemm_ukr_f32_scalar;
+    const mp_cpu_kernels *k = mp_cpu_for_isa(isa);
+    if (!k)
+        return &mp_gemm_ukr_f32_scalar;
+    if (k->gemm_bf16 && a == MP_DTYPE_BFLOAT16 && b == MP_DTYPE_BFLOAT16)
+        return k->gemm_bf16;
+    return k->gemm_f32;
 }
 
 const char *mp_gemm_kernel_name(mp_isa isa, mp_dtype a_dtype, mp_dtype b_dtype)

@@ -1,7 +1,7 @@
 /* optim_kernels.h - vector drivers of the optimizer bodies in shared/mp_optim.h (Adam/AdamW,
  * RMSprop, Adagrad, Adadelta), one per ISA file (optim_avx2.c). They must give bit-identical
  * results to the scalar loop over the body (no FMA contraction, same operation order);
- * csrc/core/optim.c picks them by mp_cpu()->isa. */
+ * cpu/dispatch.c puts them in each level's table (mp_cpu()->optim). */
 #ifndef MP_CPU_OPTIM_KERNELS_H
 #define MP_CPU_OPTIM_KERNELS_H
 
