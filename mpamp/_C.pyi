@@ -417,7 +417,7 @@ def _batch_norm(*args: Any, **kwargs: Any) -> Any:
 def _bce_with_logits(*args: Any, **kwargs: Any) -> Any:
     """_bce_with_logits(input, target, weight, pos_weight, reduction)"""
 def _binary(*args: Any, **kwargs: Any) -> Any:
-    """_binary(which, a, b, alpha): add/sub/mul/div/pow"""
+    """_binary(op, a, b, alpha): add/sub/mul/div/pow by op id (_C.op_ids)"""
 def _binary_cross_entropy(*args: Any, **kwargs: Any) -> Any:
     """_binary_cross_entropy(input, target, weight, reduction)"""
 def _bmm(*args: Any, **kwargs: Any) -> Any:
@@ -437,7 +437,7 @@ def _clamp(*args: Any, **kwargs: Any) -> Any:
 def _clear_autocast_cache(*args: Any, **kwargs: Any) -> Any:
     """Drop every cached weight cast"""
 def _compare(*args: Any, **kwargs: Any) -> Any:
-    """_compare(op, input, other): eq ne lt le gt ge"""
+    """_compare(op, input, other): op the id (_C.op_ids) of eq ne lt le gt ge"""
 def _conv(*args: Any, **kwargs: Any) -> Any:
     """_conv(input, weight, bias, stride, padding, dilation, groups, nsp, padding_mode)"""
 def _cpu_peak_gflops(*args: Any, **kwargs: Any) -> Any:
@@ -541,7 +541,7 @@ def _linear(*args: Any, **kwargs: Any) -> Any:
 def _linspace(*args: Any, **kwargs: Any) -> Any:
     """_linspace(start, end, steps, dtype)"""
 def _logic(*args: Any, **kwargs: Any) -> Any:
-    """_logic(kind, op, input, other): kind 0 logical_*, 1 bitwise_*; op and, or, xor"""
+    """_logic(op, input, other): op the id (_C.op_ids) of logical_/bitwise_ and, or, xor"""
 def _logsumexp(*args: Any, **kwargs: Any) -> Any:
     """_logsumexp(input, dim, keepdim)"""
 def _masked_fill(*args: Any, **kwargs: Any) -> Any:
@@ -553,7 +553,7 @@ def _max(*args: Any, **kwargs: Any) -> Any:
 def _max_pool(*args: Any, **kwargs: Any) -> Any:
     """_max_pool(input, nsp, kernel_size, stride, padding, dilation, ceil_mode, return_indices)"""
 def _maximum(*args: Any, **kwargs: Any) -> Any:
-    """_maximum(which, input, other): maximum (0), minimum (1), fmax (2), fmin (3)"""
+    """_maximum(op, input, other): op the id (_C.op_ids) of maximum, minimum, fmax, fmin"""
 def _memoryview(*args: Any, **kwargs: Any) -> Any:
     """_memoryview(tensor) -> memoryview of its elements (bfloat16 as 'H' bits)"""
 def _min(*args: Any, **kwargs: Any) -> Any:
@@ -572,6 +572,8 @@ def _normalize(*args: Any, **kwargs: Any) -> Any:
     """_normalize(input, p, dim, eps)"""
 def _one_hot(*args: Any, **kwargs: Any) -> Any:
     """_one_hot(input, num_classes)"""
+def _op_table(*args: Any, **kwargs: Any) -> Any:
+    """_op_table(): per op id, (name, kind, cpu policy, cuda policy, backward)"""
 def _pad(*args: Any, **kwargs: Any) -> Any:
     """_pad(input, pad, mode, value): mode 0 constant, 1 reflect, 2 replicate, 3 circular"""
 def _parallel_probe(*args: Any, **kwargs: Any) -> Any:

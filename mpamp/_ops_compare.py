@@ -9,9 +9,8 @@ import numbers
 from . import _C
 from ._tensor import Tensor
 
-_EQ, _NE, _LT, _LE, _GT, _GE = range(6)
-_AND, _OR, _XOR = range(3)
-_LOGICAL, _BITWISE = 0, 1
+_OPS = _C.op_ids      # the core's op table: name -> id
+_EQ, _NE, _LT, _LE, _GT, _GE = (_OPS[n] for n in ("eq", "ne", "lt", "le", "gt", "ge"))
 _TORCH_NAMES = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
                 "int64": "Long", "bool": "Bool", "uint8": "Byte"}
 
@@ -62,17 +61,17 @@ not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
 
 def logical_and(input, other):  # noqa: A002
     """Elementwise logical and of two tensors of any dtypes (nonzero is true)."""
-    return _C._logic(_LOGICAL, _AND, input, other)
+    return _C._logic(_OPS["logical_and"], input, other)
 
 
 def logical_or(input, other):  # noqa: A002
     """Elementwise logical or of two tensors of any dtypes (nonzero is true)."""
-    return _C._logic(_LOGICAL, _OR, input, other)
+    return _C._logic(_OPS["logical_or"], input, other)
 
 
 def logical_xor(input, other):  # noqa: A002
     """Elementwise logical xor of two tensors of any dtypes (nonzero is true)."""
-    return _C._logic(_LOGICAL, _XOR, input, other)
+    return _C._logic(_OPS["logical_xor"], input, other)
 
 
 def logical_not(input):  # noqa: A002
@@ -82,17 +81,17 @@ def logical_not(input):  # noqa: A002
 
 def bitwise_and(input, other):  # noqa: A002
     """input & other for bool and int64 tensors (or numbers)."""
-    return _C._logic(_BITWISE, _AND, input, other)
+    return _C._logic(_OPS["bitwise_and"], input, other)
 
 
 def bitwise_or(input, other):  # noqa: A002
     """input | other for bool and int64 tensors (or numbers)."""
-    return _C._logic(_BITWISE, _OR, input, other)
+    return _C._logic(_OPS["bitwise_or"], input, other)
 
 
 def bitwise_xor(input, other):  # noqa: A002
     """input ^ other for bool and int64 tensors (or numbers)."""
-    return _C._logic(_BITWISE, _XOR, input, other)
+    return _C._logic(_OPS["bitwise_xor"], input, other)
 
 
 def bitwise_not(input):  # noqa: A002

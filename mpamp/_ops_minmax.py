@@ -7,7 +7,7 @@ from .return_types import aminmax as _AminmaxResult
 from .return_types import min as _MinResult
 
 _new_tuple = tuple.__new__
-_MAXIMUM, _MINIMUM, _FMAX, _FMIN = range(4)
+_MAXIMUM, _MINIMUM, _FMAX, _FMIN = (_C.op_ids[n] for n in ("maximum", "minimum", "fmax", "fmin"))
 
 
 def min(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002 - torch's names

@@ -2,7 +2,7 @@
 _C._binary for two-operand ops and Tensor methods for one-operand ops."""
 from . import _C
 
-_ADD, _SUB, _MUL, _DIV, _POW = range(5)
+_ADD, _SUB, _MUL, _DIV, _POW = (_C.op_ids[n] for n in ("add", "sub", "mul", "div", "pow"))
 
 
 def _tensor_arg(x, fname):

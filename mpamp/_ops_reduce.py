@@ -38,7 +38,7 @@ def max(input, dim=None, keepdim=False, *, other=None):  # noqa: A001,A002
     if isinstance(dim, _C.TensorBase) or other is not None:
         if keepdim or (other is not None and dim is not None):
             raise TypeError("max(): max(input, other) takes no dim or keepdim")
-        return _C._maximum(0, input, dim if other is None else other)
+        return _C._maximum(_C.op_ids["maximum"], input, dim if other is None else other)
     if dim is None:
         if keepdim:
             raise TypeError("max(): keepdim=True needs a dim: max(input, dim, keepdim=True)")

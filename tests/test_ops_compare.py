@@ -207,10 +207,13 @@ def test_unsupported_operands_as_torch():
         got = t == np.array([1.0, 3.0])
         assert isinstance(got, np.ndarray) and got.tolist() == [True, False]
         assert (np.array([2.0, 2.0]) > t).tolist() == [True, False]
-    with pytest.raises(ValueError, match="_compare: unknown op"):
-        mpamp._C._compare(6, t, t)
-    with pytest.raises(ValueError, match="_logic: unknown op"):
-        mpamp._C._logic(0, 3, t, t)
+    ids = mpamp._C.op_ids
+    for bad in (ids["add"], ids["logical_and"], -1, 10**6):
+        with pytest.raises(ValueError, match="_compare: .* is not an op id of this function"):
+            mpamp._C._compare(bad, t, t)
+    for bad in (ids["eq"], ids["maximum"], -1):
+        with pytest.raises(ValueError, match="_logic: .* is not an op id of this function"):
+            mpamp._C._logic(bad, t, t)
 
 
 def test_shapes_that_do_not_broadcast():

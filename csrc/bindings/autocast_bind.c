@@ -128,10 +128,10 @@ static PyObject *f_policy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
-    int op = name ? mp_autocast_op_by_name(name) : -1;
+    int op = name ? mp_op_by_name(name) : -1;
     if (op >= 0) {
         static const char *const names[] = {NULL, "lower", "fp32", "promote", "banned"};
-        const char *p = names[mp_autocast_policy((mp_ac_op)op, dev)];
+        const char *p = names[mp_autocast_policy(op, dev)];
         return p ? PyUnicode_FromString(p) : Py_NewRef(Py_None);
     }
     if (!name)
@@ -140,7 +140,7 @@ static PyObject *f_policy(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* _autocast_cast(op_name, *tensors) -> tuple: the tensors an op composed in Python should run
- * with under the current autocast state (its row in core/autocast.c's policy table); None
+ * with under the current autocast state (its row in core/op_table.c); None
  * passes through. The op's own C entry is what autocasts ops written in C. */
 static PyObject *f_autocast_cast(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -150,7 +150,7 @@ static PyObject *f_autocast_cast(PyObject *m, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     const char *name = PyUnicode_AsUTF8(args[0]);
-    int op = name ? mp_autocast_op_by_name(name) : -1;
+    int op = name ? mp_op_by_name(name) : -1;
     if (op < 0) {
         if (name)
             PyErr_Format(PyExc_ValueError, "_autocast_cast: no autocast policy for op '%s'",
@@ -174,7 +174,7 @@ static PyObject *f_autocast_cast(PyObject *m, PyObject *const *args, Py_ssize_t 
         }
         in[i] = MP_T(a);
     }
-    mp_status st = mp_autocast_args((mp_ac_op)op, in, (int)n, out);
+    mp_status st = mp_autocast_args(op, in, (int)n, out);
     if (st != MP_OK)
         return mp_raise(st);
     PyObject *res = PyTuple_New(n);

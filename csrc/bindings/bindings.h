@@ -10,6 +10,7 @@
 #include "../core/tensor.h"
 #include "../core/copy.h"
 #include "../core/ops.h"
+#include "../core/op_table.h"
 
 /* Elements above which kernels run with the GIL released. */
 #define MP_NOGIL_NUMEL 32768
@@ -45,6 +46,9 @@ int mp_errors_init(PyObject *module);
 
 /* backend.c: registers the GEMM buffers with the allocator's memory-pressure release. */
 int mp_memory_init(void);
+int mp_op_table_init(PyObject *module);   /* op_table_bind.c: _C.op_ids; fails on a bad table */
+/* *row = the op-table row of the op id o when its kind is kind or kind2; else ValueError */
+int mp_op_arg(PyObject *o, int kind, int kind2, const char *fname, const mp_op_row **row);
 
 /* dtype.c */
 int mp_dtype_type_init(PyObject *module, mp_state *s);
@@ -99,6 +103,7 @@ extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
 extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */
 extern PyMethodDef mp_vmath_functions[];         /* vmath_bind.c: vector math test hooks */
 extern PyMethodDef mp_device_functions[];        /* device_bind.c: mpamp.cuda queries */
+extern PyMethodDef mp_op_table_functions[];      /* op_table_bind.c: _op_table */
 extern PyMethodDef mp_device_methods[];          /* device_bind.c: Tensor._to_device */
 extern PyMethodDef mp_random_functions[];        /* random_bind.c: random ops */
 extern PyType_Slot mp_tensor_number_slots[];

@@ -21,7 +21,8 @@ static int join_functions(void)
                                    mp_index_functions,
                                    mp_split_functions,
                                    mp_hook_functions,
-                                   mp_random_functions, mp_device_functions};
+                                   mp_random_functions, mp_device_functions,
+                                   mp_op_table_functions};
     size_t n = 0, cap = sizeof module_functions / sizeof module_functions[0] - 1;
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         for (PyMethodDef *d = tables[i]; d->ml_name; d++) {
@@ -39,7 +40,8 @@ static int module_exec(PyObject *m)
 {
     mp_state *s = mp_state_of_module(m);
     if (mp_dtype_type_init(m, s) < 0 || mp_tensor_type_init(m, s) < 0 ||
-        mp_node_type_init(m, s) < 0 || mp_errors_init(m) < 0 || mp_memory_init() < 0)
+        mp_node_type_init(m, s) < 0 || mp_errors_init(m) < 0 || mp_memory_init() < 0 ||
+        mp_op_table_init(m) < 0)
         return -1;
     return PyModule_AddIntConstant(m, "_MAX_DIMS", MP_MAX_DIMS);
 }

@@ -4,7 +4,7 @@
  * priority), as torch does. Other op groups bind in ops_bind_<group>.c. */
 #include "bindings.h"
 
-#include "../core/autocast.h"
+#include "../core/op_table.h"
 #include "../core/chunk.h"
 #include "../core/elementwise.h"
 #include "../core/ops.h"
@@ -89,9 +89,10 @@ static mp_state *state_for(PyObject *a, PyObject *b)
     return s;
 }
 
-/* Runs binary op `which` (MP_BIN_*) on two Python operands; NotImplemented when either is
- * not a tensor or number (operators) or TypeError (functions: strict). */
-static PyObject *binary(mp_state *s, int which, PyObject *a, PyObject *b, double alpha,
+/* Runs binary op `op` (an MP_OP_* id of kind MP_OPK_BINARY) on two Python operands;
+ * NotImplemented when either is not a tensor or number (operators) or TypeError (functions:
+ * strict). */
+static PyObject *binary(mp_state *s, int op, PyObject *a, PyObject *b, double alpha,
                         int strict)
 {
     mp_tensor *ta, *tb, *oa, *ob, *out = NULL;
@@ -109,27 +110,14 @@ static PyObject *binary(mp_state *s, int which, PyObject *a, PyObject *b, double
                      Py_TYPE(a)->tp_name, Py_TYPE(b)->tp_name);
         return NULL;
     }
-    mp_status st;
-    switch (which) {
-    case MP_BIN_ADD: st = mp_op_add(ta, tb, alpha, &out); break;
-    case MP_BIN_SUB: st = mp_op_sub(ta, tb, alpha, &out); break;
-    case MP_BIN_MUL: st = mp_op_mul(ta, tb, &out); break;
-    case MP_BIN_DIV: st = mp_op_div(ta, tb, &out); break;
-    default: {
-        mp_tensor *in[2] = {ta, tb}, *cast[2] = {NULL, NULL};
-        st = mp_autocast_args(MP_AC_OP_POW, in, 2, cast);
-        if (st == MP_OK)
-            st = mp_op_pow(cast[0], cast[1], &out);
-        mp_decref_all(cast, 2);
-        break;
-    }
-    }
+    mp_status st = mp_op_call(op, ta, tb, alpha, &out);   /* the core entry autocasts pow */
     mp_tensor_decref(oa);
     mp_tensor_decref(ob);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
-static PyObject *inplace(PyObject *self, int which, PyObject *other, double alpha)
+/* a = a (op) b in place; op an MP_OP_* id of kind MP_OPK_BINARY */
+static PyObject *inplace(PyObject *self, int op, PyObject *other, double alpha)
 {
     mp_state *s = STATE_OF(self);
     mp_tensor *t, *owned;
@@ -140,17 +128,17 @@ static PyObject *inplace(PyObject *self, int which, PyObject *other, double alph
                          Py_TYPE(other)->tp_name);
         return NULL;
     }
-    mp_status st = mp_op_binary_(which, MP_T(self), t, alpha);
+    mp_status st = mp_op_binary_(mp_op_info(op)->code, MP_T(self), t, alpha);
     mp_tensor_decref(owned);
     return st == MP_OK ? Py_NewRef(self) : mp_raise(st);
 }
 
 /* ---- number protocol ---- */
 
-static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_BIN_ADD, a, b, 1.0, 0); }
-static PyObject *nb_sub(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_BIN_SUB, a, b, 1.0, 0); }
-static PyObject *nb_mul(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_BIN_MUL, a, b, 1.0, 0); }
-static PyObject *nb_div(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_BIN_DIV, a, b, 1.0, 0); }
+static PyObject *nb_add(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_OP_ADD, a, b, 1.0, 0); }
+static PyObject *nb_sub(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_OP_SUB, a, b, 1.0, 0); }
+static PyObject *nb_mul(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_OP_MUL, a, b, 1.0, 0); }
+static PyObject *nb_div(PyObject *a, PyObject *b) { return binary(state_for(a, b), MP_OP_DIV, a, b, 1.0, 0); }
 
 static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
 {
@@ -158,48 +146,28 @@ static PyObject *nb_pow(PyObject *a, PyObject *b, PyObject *mod)
         PyErr_SetString(PyExc_TypeError, "pow() with a modulus is not supported for tensors");
         return NULL;
     }
-    return binary(state_for(a, b), MP_BIN_POW, a, b, 1.0, 0);
-}
-
-/* the autocast entry of the pointwise ops that have one (fp32 on CUDA), else -1 */
-static int autocast_op_of(mp_unary_op op)
-{
-    switch (op) {
-    case MP_UN_EXP: return MP_AC_OP_EXP;
-    case MP_UN_LOG: return MP_AC_OP_LOG;
-    case MP_UN_RSQRT: return MP_AC_OP_RSQRT;
-    case MP_UN_EXPM1: return MP_AC_OP_EXPM1;
-    case MP_UN_LOG1P: return MP_AC_OP_LOG1P;
-    case MP_UN_LOG2: return MP_AC_OP_LOG2;
-    case MP_UN_LOG10: return MP_AC_OP_LOG10;
-    case MP_UN_RECIPROCAL: return MP_AC_OP_RECIPROCAL;
-    default: return -1;
-    }
+    return binary(state_for(a, b), MP_OP_POW, a, b, 1.0, 0);
 }
 
 static PyObject *unary(PyObject *self, mp_unary_op op)
 {
-    mp_tensor *out, *in = MP_T(self), *owned = NULL;
-    int ac = autocast_op_of(op);
-    mp_status st = ac >= 0 ? mp_autocast_args((mp_ac_op)ac, &in, 1, &owned) : MP_OK;
-    if (st == MP_OK)
-        st = mp_op_unary(op, owned ? owned : in, &out);
-    mp_tensor_decref(owned);
+    mp_tensor *out;
+    mp_status st = mp_op_unary(op, MP_T(self), &out);   /* autocast: in the core entry */
     return st == MP_OK ? mp_wrap(STATE_OF(self), out) : mp_raise(st);
 }
 
 static PyObject *nb_neg(PyObject *a) { return unary(a, MP_UN_NEG); }
 static PyObject *nb_abs(PyObject *a) { return unary(a, MP_UN_ABS); }
 static PyObject *nb_pos(PyObject *a) { return Py_NewRef(a); }
-static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace(a, MP_BIN_ADD, b, 1.0); }
-static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace(a, MP_BIN_SUB, b, 1.0); }
-static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace(a, MP_BIN_MUL, b, 1.0); }
-static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace(a, MP_BIN_DIV, b, 1.0); }
+static PyObject *nb_iadd(PyObject *a, PyObject *b) { return inplace(a, MP_OP_ADD, b, 1.0); }
+static PyObject *nb_isub(PyObject *a, PyObject *b) { return inplace(a, MP_OP_SUB, b, 1.0); }
+static PyObject *nb_imul(PyObject *a, PyObject *b) { return inplace(a, MP_OP_MUL, b, 1.0); }
+static PyObject *nb_idiv(PyObject *a, PyObject *b) { return inplace(a, MP_OP_DIV, b, 1.0); }
 
 static PyObject *nb_ipow(PyObject *a, PyObject *b, PyObject *mod)
 {
     (void)mod;
-    return inplace(a, MP_BIN_POW, b, 1.0);
+    return inplace(a, MP_OP_POW, b, 1.0);
 }
 
 PyType_Slot mp_tensor_number_slots[] = {
@@ -252,17 +220,17 @@ static int parse_alpha(PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
                             : binary(STATE_OF(self), which, self, other, alpha, 1);          \
     }
 
-ALPHA_METHOD(m_add, MP_BIN_ADD, "add", 0)
-ALPHA_METHOD(m_sub, MP_BIN_SUB, "sub", 0)
-ALPHA_METHOD(m_add_, MP_BIN_ADD, "add_", 1)
-ALPHA_METHOD(m_sub_, MP_BIN_SUB, "sub_", 1)
+ALPHA_METHOD(m_add, MP_OP_ADD, "add", 0)
+ALPHA_METHOD(m_sub, MP_OP_SUB, "sub", 0)
+ALPHA_METHOD(m_add_, MP_OP_ADD, "add_", 1)
+ALPHA_METHOD(m_sub_, MP_OP_SUB, "sub_", 1)
 
-static PyObject *m_mul(PyObject *self, PyObject *o) { return binary(STATE_OF(self), MP_BIN_MUL, self, o, 1.0, 1); }
-static PyObject *m_div(PyObject *self, PyObject *o) { return binary(STATE_OF(self), MP_BIN_DIV, self, o, 1.0, 1); }
-static PyObject *m_pow(PyObject *self, PyObject *o) { return binary(STATE_OF(self), MP_BIN_POW, self, o, 1.0, 1); }
-static PyObject *m_mul_(PyObject *self, PyObject *o) { return inplace(self, MP_BIN_MUL, o, 1.0); }
-static PyObject *m_div_(PyObject *self, PyObject *o) { return inplace(self, MP_BIN_DIV, o, 1.0); }
-static PyObject *m_pow_(PyObject *self, PyObject *o) { return inplace(self, MP_BIN_POW, o, 1.0); }
+static PyObject *m_mul(PyObject *self, PyObject *o) { return binary(STATE_OF(self), MP_OP_MUL, self, o, 1.0, 1); }
+static PyObject *m_div(PyObject *self, PyObject *o) { return binary(STATE_OF(self), MP_OP_DIV, self, o, 1.0, 1); }
+static PyObject *m_pow(PyObject *self, PyObject *o) { return binary(STATE_OF(self), MP_OP_POW, self, o, 1.0, 1); }
+static PyObject *m_mul_(PyObject *self, PyObject *o) { return inplace(self, MP_OP_MUL, o, 1.0); }
+static PyObject *m_div_(PyObject *self, PyObject *o) { return inplace(self, MP_OP_DIV, o, 1.0); }
+static PyObject *m_pow_(PyObject *self, PyObject *o) { return inplace(self, MP_OP_POW, o, 1.0); }
 
 /* in place unary: computes out of place then copies back (checks autograd first) */
 static PyObject *unary_(PyObject *self, mp_unary_op op, const char *name)
@@ -372,20 +340,24 @@ PyMethodDef mp_tensor_ops_methods[] = {
 static PyObject *f_binary(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4 || !PyLong_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "_binary(which, a, b, alpha)");
+        PyErr_SetString(PyExc_TypeError, "_binary(op, a, b, alpha)");
         return NULL;
     }
-    long which = PyLong_AsLong(args[0]);
+    long op = PyLong_AsLong(args[0]);
     double alpha = PyFloat_AsDouble(args[3]);
-    if ((alpha == -1.0 && PyErr_Occurred()) || which < MP_BIN_ADD || which > MP_BIN_POW) {
+    if (alpha == -1.0 && PyErr_Occurred())
+        return NULL;
+    const mp_op_row *row = op == -1 && PyErr_Occurred() ? NULL : mp_op_info((int)op);
+    if (!row || row->kind != MP_OPK_BINARY) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "_binary: unknown op");
+            PyErr_Format(PyExc_ValueError, "_binary: op %ld is not add/sub/mul/div/pow (the "
+                         "ids are in _C.op_ids)", op);
         return NULL;
     }
-    return binary(mp_state_of_module(m), (int)which, args[1], args[2], alpha, 1);
+    return binary(mp_state_of_module(m), (int)op, args[1], args[2], alpha, 1);
 }
 
 PyMethodDef mp_ops_functions[] = {
-    {"_binary", FN(f_binary), METH_FASTCALL, "_binary(which, a, b, alpha): add/sub/mul/div/pow"},
+    {"_binary", FN(f_binary), METH_FASTCALL, "_binary(op, a, b, alpha): add/sub/mul/div/pow by op id (_C.op_ids)"},
     {NULL, NULL, 0, NULL},
 };

@@ -1,12 +1,11 @@
 /* ops_bind_attention.c - Python entry points of the attention-and-masking ops
  * (csrc/core/ops_attention.h): Tensor methods masked_fill/_ and tril/triu/_ with torch's
  * keywords, and the module functions _masked_fill, _triangle, _sdpa and _rms_norm that
- * mpamp/_ops_attention.py and mpamp/nn/_functional_attention.py wrap. sdpa and rms_norm apply
- * their autocast rows here; in-place forms go through mp_check_inplace + mp_inplace_commit;
+ * mpamp/_ops_attention.py and mpamp/nn/_functional_attention.py wrap. (Autocast: in the core
+ * entries.) In-place forms go through mp_check_inplace + mp_inplace_commit;
  * kernels on large inputs run without the GIL. */
 #include "bindings.h"
 
-#include "../core/autocast.h"
 #include "../core/elementwise.h"
 #include "../core/ops_attention.h"
 
@@ -238,14 +237,8 @@ static int sdpa_opts(PyObject *const *args, mp_sdpa_opts *o)
 
 static mp_status sdpa_run(mp_tensor **ts, mp_sdpa_opts *o, mp_tensor **out, uint64_t *used)
 {
-    mp_tensor *in[4] = {NULL, NULL, NULL, NULL};
-    mp_status st = mp_autocast_args(MP_AC_OP_SDPA, ts, 4, in);
-    if (st != MP_OK)
-        return st;
-    o->mask = in[3];
-    st = mp_op_sdpa(in[0], in[1], in[2], o, out, used);
-    mp_decref_all(in, 4);
-    return st;
+    o->mask = ts[3];
+    return mp_op_sdpa(ts[0], ts[1], ts[2], o, out, used);
 }
 
 /* _sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, seed, offset)
@@ -285,7 +278,7 @@ static PyObject *f_rms_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 {
     const char *fname = "rms_norm";
     mp_state *s = mp_state_of_module(m);
-    mp_tensor *ts[2], *owned[2] = {NULL, NULL}, *out = NULL;
+    mp_tensor *ts[2], *out = NULL;
     int64_t ns[MP_MAX_DIMS];
     int n;
     double eps = 0.0;
@@ -305,11 +298,8 @@ static PyObject *f_rms_norm(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     }
     if (args[3] != Py_None && (eps = PyFloat_AsDouble(args[3])) == -1.0 && PyErr_Occurred())
         return NULL;
-    mp_status st = mp_autocast_args(MP_AC_OP_RMS_NORM, ts, 2, owned);
-    if (st == MP_OK)
-        RUN(big(ts[0]), st, mp_op_rms_norm(owned[0], ns, n, owned[1], args[3] != Py_None, eps,
-                                           &out));
-    mp_decref_all(owned, 2);
+    mp_status st;
+    RUN(big(ts[0]), st, mp_op_rms_norm(ts[0], ns, n, ts[1], args[3] != Py_None, eps, &out));
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 

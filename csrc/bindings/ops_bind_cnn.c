@@ -2,11 +2,10 @@
  * _C._max_pool, _C._avg_pool, _C._adaptive_avg_pool, _C._batch_norm, _C._group_norm, which
  * mpamp/nn/_functional_cnn.py wraps with torch's signatures. Here: int-or-tuple arguments
  * expanded to one value per spatial dim with torch's messages, padding strings, torch's
- * NotImplementedError for integer inputs, the autocast rows (conv, group_norm), and the GIL
- * released around large kernels. */
+ * NotImplementedError for integer inputs, and the GIL released around large kernels (the
+ * core entries apply autocast). */
 #include "bindings.h"
 
-#include "../core/autocast.h"
 #include "../core/ops_cnn.h"
 #include "../core/rows.h"
 
@@ -170,13 +169,7 @@ static mp_status conv_call(mp_tensor **args, int nsp, const int64_t *st_, const 
                            int same, const int64_t *dil, int64_t groups, int mode,
                            mp_tensor **out)
 {
-    mp_tensor *in[3] = {NULL, NULL, NULL};
-    mp_status st = mp_autocast_args(nsp == 1 ? MP_AC_OP_CONV1D : MP_AC_OP_CONV2D, args, 3, in);
-    if (st == MP_OK)
-        st = mp_op_conv(in[0], in[1], in[2], nsp, st_, pad, same, dil, groups, mode, out);
-    for (int i = 0; i < 3; i++)
-        mp_tensor_decref(in[i]);
-    return st;
+    return mp_op_conv(args[0], args[1], args[2], nsp, st_, pad, same, dil, groups, mode, out);
 }
 
 /* _conv(input, weight, bias, stride, padding, dilation, groups, nsp, padding_mode) */
@@ -402,13 +395,7 @@ static PyObject *f_batch_norm(PyObject *m, PyObject *const *args, Py_ssize_t nar
 
 static mp_status group_norm_call(mp_tensor **args, int64_t groups, double eps, mp_tensor **out)
 {
-    mp_tensor *in[3] = {NULL, NULL, NULL};
-    mp_status st = mp_autocast_args(MP_AC_OP_GROUP_NORM, args, 3, in);
-    if (st == MP_OK)
-        st = mp_op_group_norm(in[0], groups, in[1], in[2], eps, out);
-    for (int i = 0; i < 3; i++)
-        mp_tensor_decref(in[i]);
-    return st;
+    return mp_op_group_norm(args[0], groups, args[1], args[2], eps, out);
 }
 
 /* _group_norm(input, num_groups, weight, bias, eps) */

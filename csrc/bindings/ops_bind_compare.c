@@ -12,7 +12,7 @@
 #define STATE_OF(obj) mp_state_of_type(Py_TYPE(obj))
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 
-static const char *const cmp_names[MP_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
+#define cmp_names(op) (mp_op_info(MP_OP_EQ + (int)(op))->name)   /* the op table's names */
 
 /* a tensor (or, unless tensor_only, a number) for argument `arg` of fname */
 static int operand_arg(mp_state *s, PyObject *o, int tensor_only, const char *fname,
@@ -73,7 +73,7 @@ static PyObject *tensor_richcompare(PyObject *self, PyObject *other, int pyop)
     case Py_GT: op = MP_CMP_GT; break;
     default: op = MP_CMP_GE; break;
     }
-    return compare(STATE_OF(self), op, MP_T(self), other, 0, cmp_names[op]);
+    return compare(STATE_OF(self), op, MP_T(self), other, 0, cmp_names(op));
 }
 
 /* Defining richcompare would otherwise make the type unhashable: tensors hash by identity,
@@ -131,8 +131,9 @@ static PyObject *m_eq_(PyObject *self, PyObject *o)
 /* ---- logical and bitwise ---- */
 
 enum { KIND_LOGICAL, KIND_BITWISE };
-static const char *const logic_names[2][MP_LOGIC_COUNT] = {
-    {"logical_and", "logical_or", "logical_xor"}, {"bitwise_and", "bitwise_or", "bitwise_xor"}};
+#define logic_names(kind, op)                                                                \
+    (mp_op_info((kind) == KIND_LOGICAL ? MP_OP_LOGICAL_AND + (int)(op)                       \
+                                       : MP_OP_BITWISE_AND + (int)(op))->name)
 
 static mp_status run_logic(int kind, mp_logic_op op, mp_tensor *a, mp_tensor *b,
                            mp_tensor **out)
@@ -313,53 +314,42 @@ PyMethodDef mp_tensor_compare_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* _compare(op, input, other): mpamp.eq(input, other) etc.; input must be a tensor */
 /* ---- module functions ---- */
 
-static int small_int(PyObject *o, int lo, int hi, const char *fname, int *out)
-{
-    long v = PyLong_Check(o) ? PyLong_AsLong(o) : -1;
-    if (v < lo || v >= hi) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "%s: unknown op", fname);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-/* _compare(op, input, other): mpamp.eq(input, other) etc.; input must be a tensor */
 static PyObject *f_compare(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = mp_state_of_module(m);
     mp_tensor *a, *owned;
-    int op;
+    const mp_op_row *r;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "_compare(op, input, other)");
         return NULL;
     }
-    if (small_int(args[0], 0, MP_CMP_COUNT, "_compare", &op) < 0 ||
-        operand_arg(s, args[1], 1, cmp_names[op], "input", 1, &a, &owned) < 0)
+    if (mp_op_arg(args[0], MP_OPK_COMPARE, MP_OPK_COMPARE, "_compare", &r) < 0 ||
+        operand_arg(s, args[1], 1, r->name, "input", 1, &a, &owned) < 0)
         return NULL;
-    return compare(s, (mp_cmp_op)op, a, args[2], 1, cmp_names[op]);
+    return compare(s, (mp_cmp_op)r->code, a, args[2], 1, r->name);
 }
 
-/* _logic(kind, op, input, other): kind 0 logical_* (tensors), 1 bitwise_* (numbers too) */
+/* _logic(op, input, other): op the id of logical_* (tensors) or bitwise_* (numbers too) */
 static PyObject *f_logic(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = mp_state_of_module(m);
     mp_tensor *a, *b, *oa, *ob = NULL, *out = NULL;
-    int kind, op;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "_logic(kind, op, input, other)");
+    const mp_op_row *r;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_logic(op, input, other)");
         return NULL;
     }
-    if (small_int(args[0], 0, 2, "_logic", &kind) < 0 ||
-        small_int(args[1], 0, MP_LOGIC_COUNT, "_logic", &op) < 0)
+    if (mp_op_arg(args[0], MP_OPK_LOGICAL, MP_OPK_BITWISE, "_logic", &r) < 0)
         return NULL;
-    const char *fname = logic_names[kind][op];
-    if (operand_arg(s, args[2], kind == KIND_LOGICAL, fname, "input", 1, &a, &oa) < 0)
+    int kind = r->kind == MP_OPK_LOGICAL ? KIND_LOGICAL : KIND_BITWISE;
+    mp_logic_op op = (mp_logic_op)r->code;
+    const char *fname = r->name;
+    if (operand_arg(s, args[1], kind == KIND_LOGICAL, fname, "input", 1, &a, &oa) < 0)
         return NULL;
-    if (operand_arg(s, args[3], kind == KIND_LOGICAL, fname, "other", 2, &b, &ob) < 0) {
+    if (operand_arg(s, args[2], kind == KIND_LOGICAL, fname, "other", 2, &b, &ob) < 0) {
         mp_tensor_decref(oa);
         return NULL;
     }
@@ -370,7 +360,7 @@ static PyObject *f_logic(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
                      "two numbers", fname);
         return NULL;
     }
-    return result(s, run_logic(kind, (mp_logic_op)op, a, b, &out), &out, oa, ob);
+    return result(s, run_logic(kind, op, a, b, &out), &out, oa, ob);
 }
 
 /* dim: None (every dim), an int, or a sequence of ints (empty: none, as torch's any/all)
@@ -435,9 +425,9 @@ static PyObject *f_any_all(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 }
 
 PyMethodDef mp_compare_functions[] = {
-    {"_compare", FN(f_compare), METH_FASTCALL, "_compare(op, input, other): eq ne lt le gt ge"},
+    {"_compare", FN(f_compare), METH_FASTCALL, "_compare(op, input, other): op the id (_C.op_ids) of eq ne lt le gt ge"},
     {"_logic", FN(f_logic), METH_FASTCALL,
-     "_logic(kind, op, input, other): kind 0 logical_*, 1 bitwise_*; op and, or, xor"},
+     "_logic(op, input, other): op the id (_C.op_ids) of logical_/bitwise_ and, or, xor"},
     {"_any_all", FN(f_any_all), METH_FASTCALL, "_any_all(all, input, dim, keepdim)"},
     {NULL, NULL, 0, NULL},
 };

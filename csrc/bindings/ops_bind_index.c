@@ -121,12 +121,7 @@ static mp_status index_put_call(mp_tensor *t, mp_tensor **idx, int n, mp_tensor 
 {
     if (inplace)
         return mp_op_index_put_(t, idx, n, v, acc);
-    mp_tensor *in[2] = {NULL, NULL}, *args[2] = {t, v};
-    mp_status st = mp_autocast_args(MP_AC_OP_INDEX_PUT, args, 2, in);
-    if (st == MP_OK)
-        st = mp_op_index_put(in[0], idx, n, in[1], acc, out);
-    mp_decref_all(in, 2);
-    return st;
+    return mp_op_index_put(t, idx, n, v, acc, out);
 }
 
 /* _index_put(t, indices, values, accumulate, inplace) */
@@ -224,13 +219,11 @@ static PyObject *f_scatter(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static mp_status scatter_add_call(mp_tensor *t, int64_t dim, mp_tensor *index, mp_tensor *src,
                                   int inplace, mp_tensor **out)
 {
-    if (inplace)
+    if (!inplace)
         return mp_op_scatter_add(t, dim, index, src, out);
-    mp_tensor *in[2] = {NULL, NULL}, *args[2] = {t, src};
-    mp_status st = mp_autocast_args(MP_AC_OP_SCATTER_ADD, args, 2, in);
-    if (st == MP_OK)
-        st = mp_op_scatter_add(in[0], dim, index, in[1], out);
-    mp_decref_all(in, 2);
+    mp_autocast_exclude();          /* scatter_add_ is not autocast (torch lists scatter_add) */
+    mp_status st = mp_op_scatter_add(t, dim, index, src, out);
+    mp_autocast_include();
     return st;
 }
 
@@ -275,13 +268,11 @@ static mp_status line_call(int op, mp_tensor *t, int64_t dim, mp_tensor *index, 
         return mp_op_index_add(t, dim, index, src, alpha, out);
     if (op == LINE_FILL)
         return mp_op_index_fill(t, dim, index, value, out);
-    if (inplace)
+    if (!inplace)
         return mp_op_index_copy(t, dim, index, src, out);
-    mp_tensor *in[2] = {NULL, NULL}, *args[2] = {t, src};
-    mp_status st = mp_autocast_args(MP_AC_OP_INDEX_COPY, args, 2, in);
-    if (st == MP_OK)
-        st = mp_op_index_copy(in[0], dim, index, in[1], out);
-    mp_decref_all(in, 2);
+    mp_autocast_exclude();          /* index_copy_ is not autocast (torch lists index_copy) */
+    mp_status st = mp_op_index_copy(t, dim, index, src, out);
+    mp_autocast_include();
     return st;
 }
 

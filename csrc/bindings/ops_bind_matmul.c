@@ -1,11 +1,10 @@
 /* ops_bind_matmul.c - Python entry points of the matmul, shape and leftover pointwise ops of
  * csrc/core/ops.h: module functions (_C._mm, _C._cat, _C._dropout, ...; mpamp/_ops_matmul.py
  * adds torch's signatures and keyword arguments) and Tensor methods (t.mm, t.matmul, the
- * operands of @, t.clamp, t.clamp_, t.where). The products, cat and stack apply the autocast
- * policy first (mp_autocast_args); kernels on large operands run with the GIL released. */
+ * operands of @, t.clamp, t.clamp_, t.where). Autocast is applied by the core entries;
+ * kernels on large operands run with the GIL released. */
 #include "bindings.h"
 
-#include "../core/autocast.h"
 #include "../core/ops.h"
 #include "../core/rows.h"
 
@@ -57,64 +56,55 @@ static PyObject *finish(mp_state *s, mp_status st, mp_tensor *out)
 
 typedef mp_status (*op2_fn)(mp_tensor *, mp_tensor *, mp_tensor **);
 
-/* fn(args) on the inputs autocast chose (casts are autograd nodes, released afterwards) */
+/* one product call (the core entry applies autocast) */
 typedef struct {
-    mp_ac_op ac;
     op2_fn fn2;                 /* mm, bmm, matmul */
     int kind;                   /* 0: fn2(a, b), 1: addmm(bias, a, b), 2: linear(x, w, bias),
                                    3: baddbmm(bias, a, b) */
     double beta, alpha;
 } product_call;
 
-static mp_status run_product(const product_call *c, mp_tensor **args, int n, mp_tensor **out)
+static mp_status run_product(const product_call *c, mp_tensor **in, mp_tensor **out)
 {
-    mp_tensor *in[3] = {NULL, NULL, NULL};
-    mp_status st = mp_autocast_args(c->ac, args, n, in);
-    if (st != MP_OK)
-        return st;
     if (c->kind == 0)
-        st = c->fn2(in[0], in[1], out);
-    else if (c->kind == 1)
-        st = mp_op_addmm(in[0], in[1], in[2], c->beta, c->alpha, out);
-    else if (c->kind == 3)
-        st = mp_op_baddbmm(in[0], in[1], in[2], c->beta, c->alpha, out);
-    else
-        st = mp_op_linear(in[0], in[1], in[2], out);
-    for (int i = 0; i < n; i++)
-        mp_tensor_decref(in[i]);
-    return st;
+        return c->fn2(in[0], in[1], out);
+    if (c->kind == 1)
+        return mp_op_addmm(in[0], in[1], in[2], c->beta, c->alpha, out);
+    if (c->kind == 3)
+        return mp_op_baddbmm(in[0], in[1], in[2], c->beta, c->alpha, out);
+    return mp_op_linear(in[0], in[1], in[2], out);
 }
 
-static PyObject *product2(mp_state *s, mp_ac_op ac, op2_fn fn, PyObject *a, PyObject *b,
+static PyObject *product2(mp_state *s, op2_fn fn, PyObject *a, PyObject *b,
                           const char *fname, const char *arg_a, const char *arg_b)
 {
     mp_tensor *args[2], *out = NULL;
     if (!(args[0] = tensor_arg(s, a, fname, arg_a, 0)) ||
         !(args[1] = tensor_arg(s, b, fname, arg_b, 1)))
         return NULL;
-    product_call c = {ac, fn, 0, 0.0, 0.0};
+    product_call c = {fn, 0, 0.0, 0.0};
     mp_status st;
-    NOGIL_IF(is_big(args[0], args[1]), st = run_product(&c, args, 2, &out));
+    NOGIL_IF(is_big(args[0], args[1]), st = run_product(&c, args, &out));
     return finish(s, st, out);
 }
 
-#define PRODUCT_FUNCTION(name, fn, ac, arg_a, arg_b)                                         \
+#define PRODUCT_FUNCTION(name, fn, arg_a, arg_b)                                         \
     static PyObject *f_##name(PyObject *m, PyObject *const *args, Py_ssize_t nargs)          \
     {                                                                                        \
         if (check_nargs(nargs, 2, "_" #name "(" arg_a ", " arg_b ")") < 0)                   \
             return NULL;                                                                     \
-        return product2(mp_state_of_module(m), ac, fn, args[0], args[1], #name, arg_a,       \
+        return product2(mp_state_of_module(m), fn, args[0], args[1], #name, arg_a,           \
                         arg_b);                                                              \
     }                                                                                        \
     static PyObject *m_##name(PyObject *self, PyObject *other)                               \
     {                                                                                        \
-        return product2(mp_state_of_type(Py_TYPE(self)), ac, fn, self, other, #name, arg_a, \
+        return product2(mp_state_of_type(Py_TYPE(self)), fn, self, other, #name, arg_a,     \
                         arg_b);                                                              \
     }
 
-PRODUCT_FUNCTION(mm, mp_op_mm, MP_AC_OP_MM, "input", "mat2")
-PRODUCT_FUNCTION(bmm, mp_op_bmm, MP_AC_OP_BMM, "input", "mat2")
-PRODUCT_FUNCTION(matmul, mp_op_matmul, MP_AC_OP_MATMUL, "input", "other")
+PRODUCT_FUNCTION(mm, mp_op_mm, "input", "mat2")
+PRODUCT_FUNCTION(bmm, mp_op_bmm, "input", "mat2")
+PRODUCT_FUNCTION(matmul, mp_op_matmul, "input", "other")
 
 /* self @ other and other @ self: NotImplemented for non-tensors, as Python's operators need */
 static PyObject *matmul_operator(PyObject *self, PyObject *other, int reflected)
@@ -122,7 +112,7 @@ static PyObject *matmul_operator(PyObject *self, PyObject *other, int reflected)
     mp_state *s = mp_state_of_type(Py_TYPE(self));
     if (!mp_is_tensor(s, other))
         Py_RETURN_NOTIMPLEMENTED;
-    return product2(s, MP_AC_OP_MATMUL, mp_op_matmul, reflected ? other : self,
+    return product2(s, mp_op_matmul, reflected ? other : self,
                     reflected ? self : other, "matmul", "input", "other");
 }
 
@@ -154,9 +144,9 @@ static PyObject *f_addmm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         parse_double(args[4], "addmm", "alpha", &alpha) < 0)
         return NULL;
     mp_tensor *in[3] = {bias, a, b};
-    product_call c = {MP_AC_OP_ADDMM, NULL, 1, beta, alpha};
+    product_call c = {NULL, 1, beta, alpha};
     mp_status st;
-    NOGIL_IF(is_big(a, b), st = run_product(&c, in, 3, &out));
+    NOGIL_IF(is_big(a, b), st = run_product(&c, in, &out));
     return finish(s, st, out);
 }
 
@@ -174,9 +164,9 @@ static PyObject *f_baddbmm(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         parse_double(args[4], "baddbmm", "alpha", &alpha) < 0)
         return NULL;
     mp_tensor *in[3] = {bias, a, b};
-    product_call c = {MP_AC_OP_BADDBMM, NULL, 3, beta, alpha};
+    product_call c = {NULL, 3, beta, alpha};
     mp_status st;
-    NOGIL_IF(is_big(a, b), st = run_product(&c, in, 3, &out));
+    NOGIL_IF(is_big(a, b), st = run_product(&c, in, &out));
     return finish(s, st, out);
 }
 
@@ -191,27 +181,14 @@ static PyObject *f_linear(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         (args[2] != Py_None && !(bias = tensor_arg(s, args[2], "linear", "bias", 2))))
         return NULL;
     mp_tensor *in[3] = {x, w, bias};
-    product_call c = {MP_AC_OP_LINEAR, NULL, 2, 0.0, 0.0};
+    product_call c = {NULL, 2, 0.0, 0.0};
     mp_status st;
-    NOGIL_IF(is_big(x, w), st = run_product(&c, in, 3, &out));
+    NOGIL_IF(is_big(x, w), st = run_product(&c, in, &out));
     return finish(s, st, out);
 }
 
 /* ---- joining, lookup, dropout ---- */
 
-/* cat/stack on the inputs autocast chose; ts has room for 2n tensors (the second half
- * receives the casts) */
-static mp_status run_join(mp_tensor **ts, int n, int64_t dim, int stack, mp_tensor **out)
-{
-    mp_tensor **in = ts + n;
-    mp_status st = mp_autocast_args(stack ? MP_AC_OP_STACK : MP_AC_OP_CAT, ts, n, in);
-    if (st != MP_OK)
-        return st;
-    st = stack ? mp_op_stack(in, n, dim, out) : mp_op_cat(in, n, dim, out);
-    for (int i = 0; i < n; i++)
-        mp_tensor_decref(in[i]);
-    return st;
-}
 
 /* The tensors of a list or tuple into ts (borrowed); -1 with TypeError for anything else. */
 static int collect_tensors(mp_state *s, PyObject *seq, mp_tensor **ts, int64_t *total)
@@ -250,14 +227,15 @@ static PyObject *f_cat(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    mp_tensor **ts = n < INT32_MAX / 2 ? PyMem_Malloc(sizeof *ts * (size_t)(2 * n + 1)) : NULL;
+    mp_tensor **ts = n < INT32_MAX / 2 ? PyMem_Malloc(sizeof *ts * (size_t)(n + 1)) : NULL;
     mp_tensor *out = NULL;
     PyObject *res = NULL;
     if (!ts) {
         PyErr_NoMemory();
     } else if (collect_tensors(s, seq, ts, &total) == 0) {
         mp_status st;
-        NOGIL_IF(total >= MP_NOGIL_NUMEL, st = run_join(ts, (int)n, dim, stack, &out));
+        NOGIL_IF(total >= MP_NOGIL_NUMEL, st = stack ? mp_op_stack(ts, (int)n, dim, &out)
+                                                   : mp_op_cat(ts, (int)n, dim, &out));
         res = finish(s, st, out);
     }
     PyMem_Free(ts);

@@ -1,11 +1,10 @@
 /* ops_bind_nn.c - Python entry points of the nn.functional ops of the lossoptim part
  * (smooth_l1/huber, binary_cross_entropy, kl_div, pad, one_hot, normalize, leaky_relu,
  * softplus; see csrc/core/ops.h): positional-only _C functions that mpamp/nn/_functional_extra.py
- * wraps with torch's signatures. Here: argument conversion, each op's autocast row, and the
+ * wraps with torch's signatures. Here: argument conversion (autocast: in the core entries) and the
  * GIL released around kernels on large inputs. */
 #include "bindings.h"
 
-#include "../core/autocast.h"
 #include "../core/elementwise.h"
 #include "../core/ops.h"
 
@@ -63,21 +62,8 @@ static int float_arg(PyObject *o, double *out)
     return *out == -1.0 && PyErr_Occurred() ? -1 : 0;
 }
 
-/* ts[0..n) (borrowed, NULL allowed) -> the tensors the op runs with under autocast, as new
- * references in owned[] (release with mp_decref_all) */
-static int autocast_inputs(mp_ac_op op, mp_tensor **ts, int n, mp_tensor **owned)
+static PyObject *finish(mp_state *s, mp_status st, mp_tensor *out)
 {
-    mp_status st = mp_autocast_args(op, ts, n, owned);
-    if (st != MP_OK)
-        return mp_raise_int(st);
-    for (int i = 0; i < n; i++)
-        ts[i] = owned[i];
-    return 0;
-}
-
-static PyObject *finish(mp_state *s, mp_status st, mp_tensor *out, mp_tensor **owned, int n)
-{
-    mp_decref_all(owned, n);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -85,7 +71,7 @@ static PyObject *finish(mp_state *s, mp_status st, mp_tensor *out, mp_tensor **o
 static PyObject *f_smooth_loss(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *ts[2], *owned[2], *out = NULL;
+    mp_tensor *ts[2], *out = NULL;
     int kind, red;
     double b;
     if (nargs_is(nargs, 5, "_smooth_loss") < 0 ||
@@ -96,19 +82,17 @@ static PyObject *f_smooth_loss(PyObject *m, PyObject *const *args, Py_ssize_t na
         tensor_arg(s, args[2], fname, "target", 2, 0, &ts[1]) < 0 ||
         int_arg(args[3], fname, "reduction", &red) < 0 || float_arg(args[4], &b) < 0)
         return NULL;
-    if (autocast_inputs(kind ? MP_AC_OP_HUBER_LOSS : MP_AC_OP_SMOOTH_L1_LOSS, ts, 2, owned) < 0)
-        return NULL;
     mp_status st;
     RUN(mp_tensor_numel(ts[0]), st, kind ? mp_op_huber_loss(ts[0], ts[1], red, b, &out)
                                          : mp_op_smooth_l1_loss(ts[0], ts[1], red, b, &out));
-    return finish(s, st, out, owned, 2);
+    return finish(s, st, out);
 }
 
 /* _binary_cross_entropy(input, target, weight, reduction) */
 static PyObject *f_bce(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *ts[3], *owned[3], *out = NULL;
+    mp_tensor *ts[3], *out = NULL;
     const char *fname = "binary_cross_entropy";
     int red;
     if (nargs_is(nargs, 4, "_binary_cross_entropy") < 0 ||
@@ -117,19 +101,17 @@ static PyObject *f_bce(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         tensor_arg(s, args[2], fname, "weight", 3, 1, &ts[2]) < 0 ||
         int_arg(args[3], fname, "reduction", &red) < 0)
         return NULL;
-    if (autocast_inputs(MP_AC_OP_BCE, ts, 3, owned) < 0)
-        return NULL;
     mp_status st;
     RUN(mp_tensor_numel(ts[0]), st,
         mp_op_binary_cross_entropy(ts[0], ts[1], ts[2], red, &out));
-    return finish(s, st, out, owned, 3);
+    return finish(s, st, out);
 }
 
 /* _kl_div(input, target, reduction, log_target): reduction 3 is batchmean */
 static PyObject *f_kl_div(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *ts[2], *owned[2], *out = NULL;
+    mp_tensor *ts[2], *out = NULL;
     int red, log_target;
     if (nargs_is(nargs, 4, "_kl_div") < 0 ||
         tensor_arg(s, args[0], "kl_div", "input", 1, 0, &ts[0]) < 0 ||
@@ -137,30 +119,16 @@ static PyObject *f_kl_div(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         int_arg(args[2], "kl_div", "reduction", &red) < 0 ||
         (log_target = PyObject_IsTrue(args[3])) < 0)
         return NULL;
-    if (autocast_inputs(MP_AC_OP_KL_DIV, ts, 2, owned) < 0)
-        return NULL;
     mp_status st;
     RUN(mp_tensor_numel(ts[0]), st, mp_op_kl_div(ts[0], ts[1], red, log_target, &out));
-    return finish(s, st, out, owned, 2);
-}
-
-/* The autocast row of a pad: torch lists the reflection/replication kernels by dim count. */
-static mp_ac_op pad_autocast_op(int mode, int k)
-{
-    static const mp_ac_op rows[2][3] = {
-        {MP_AC_OP_REFLECTION_PAD1D, MP_AC_OP_REFLECTION_PAD2D, MP_AC_OP_REFLECTION_PAD3D},
-        {MP_AC_OP_REPLICATION_PAD1D, MP_AC_OP_REPLICATION_PAD2D, MP_AC_OP_REPLICATION_PAD3D},
-    };
-    if ((mode != MP_PAD_REFLECT && mode != MP_PAD_REPLICATE) || k < 1 || k > 3)
-        return MP_AC_OP_COUNT;
-    return rows[mode - MP_PAD_REFLECT][k - 1];
+    return finish(s, st, out);
 }
 
 /* _pad(input, pad (sequence of ints), mode (0-3), value (number)) */
 static PyObject *f_pad(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *a, *owned = NULL, *out = NULL;
+    mp_tensor *a, *out = NULL;
     int64_t pad[2 * MP_MAX_DIMS + 2];
     int mode;
     mp_scalar value;
@@ -179,16 +147,8 @@ static PyObject *f_pad(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     Py_DECREF(seq);
-    mp_ac_op op = pad_autocast_op(mode, (int)(n / 2));
-    if (op != MP_AC_OP_COUNT) {
-        mp_status ac = mp_autocast_args(op, &a, 1, &owned);
-        if (ac != MP_OK)
-            return mp_raise(ac);
-        a = owned;
-    }
     mp_status st;
     RUN(mp_tensor_numel(a), st, mp_op_pad(a, pad, (int)n, mode, value, &out));
-    mp_tensor_decref(owned);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -211,7 +171,7 @@ static PyObject *f_one_hot(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *f_normalize(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *ts[1], *owned[1], *out = NULL;
+    mp_tensor *ts[1], *out = NULL;
     double p, eps;
     int64_t dim;
     if (nargs_is(nargs, 4, "_normalize") < 0 ||
@@ -219,11 +179,9 @@ static PyObject *f_normalize(PyObject *m, PyObject *const *args, Py_ssize_t narg
         float_arg(args[1], &p) < 0 || mp_parse_int64(args[2], "normalize", "dim", &dim) < 0 ||
         float_arg(args[3], &eps) < 0)
         return NULL;
-    if (autocast_inputs(MP_AC_OP_NORMALIZE, ts, 1, owned) < 0)
-        return NULL;
     mp_status st;
     RUN(mp_tensor_numel(ts[0]), st, mp_op_normalize(ts[0], p, dim, eps, &out));
-    return finish(s, st, out, owned, 1);
+    return finish(s, st, out);
 }
 
 /* _leaky_relu(input, negative_slope, inplace) */
@@ -250,17 +208,15 @@ static PyObject *f_leaky_relu(PyObject *m, PyObject *const *args, Py_ssize_t nar
 static PyObject *f_softplus(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *ts[1], *owned[1], *out = NULL;
+    mp_tensor *ts[1], *out = NULL;
     double beta, th;
     if (nargs_is(nargs, 3, "_softplus") < 0 ||
         tensor_arg(s, args[0], "softplus", "input", 1, 0, &ts[0]) < 0 ||
         float_arg(args[1], &beta) < 0 || float_arg(args[2], &th) < 0)
         return NULL;
-    if (autocast_inputs(MP_AC_OP_SOFTPLUS, ts, 1, owned) < 0)
-        return NULL;
     mp_status st;
     RUN(mp_tensor_numel(ts[0]), st, mp_op_softplus(ts[0], beta, th, &out));
-    return finish(s, st, out, owned, 1);
+    return finish(s, st, out);
 }
 
 PyMethodDef mp_nn_functions[] = {

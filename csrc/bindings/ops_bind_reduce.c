@@ -135,18 +135,6 @@ all:
     return 0;
 }
 
-/* Replaces ts[0..n) (borrowed, NULL allowed) by the tensors the op runs with under autocast;
- * the new references are stored in owned[] (release them with mp_decref_all). */
-static int autocast_inputs(mp_ac_op op, mp_tensor **ts, int n, mp_tensor **owned)
-{
-    mp_status st = mp_autocast_args(op, ts, n, owned);
-    if (st != MP_OK)
-        return mp_raise_int(st);
-    for (int i = 0; i < n; i++)
-        ts[i] = owned[i];
-    return 0;
-}
-
 /* ---- sum / mean ---- */
 
 /* _reduce(kind, input, dim, keepdim, dtype): kind 0 sum, 1 mean */
@@ -163,15 +151,11 @@ static PyObject *f_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
         dim_mask_arg(args[2], a->ndim, fname, &mask) < 0 || flag_arg(args[3], &keepdim) < 0 ||
         dtype_arg(s, args[4], &dtype) < 0)
         return NULL;
-    mp_tensor *owned = NULL;      /* sum without dtype= is fp32 under CUDA autocast */
-    if (!kind && dtype < 0 && autocast_inputs(MP_AC_OP_SUM, &a, 1, &owned) < 0)
-        return NULL;
     mp_status st;
     if (kind)
         RUN(mp_tensor_numel(a), st, mp_op_mean(a, mask, keepdim, dtype, &out));
     else
         RUN(mp_tensor_numel(a), st, mp_op_sum(a, mask, keepdim, dtype, &out));
-    mp_tensor_decref(owned);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -246,10 +230,13 @@ static PyObject *f_softmax(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     mp_status st = MP_OK;
     if (dtype >= 0)         /* an explicit dtype= call is not autocast, as torch */
         RUN(mp_tensor_numel(a), st, mp_op_to_dtype(a, (mp_dtype)dtype, 0, &src));
-    else if (autocast_inputs(log ? MP_AC_OP_LOG_SOFTMAX : MP_AC_OP_SOFTMAX, &a, 1, &src) < 0)
-        return NULL;
-    if (st == MP_OK)
-        RUN(mp_tensor_numel(a), st, mp_op_softmax(src ? src : a, dim, log, &out));
+    if (st == MP_OK && src) {
+        mp_autocast_exclude();
+        RUN(mp_tensor_numel(a), st, mp_op_softmax(src, dim, log, &out));
+        mp_autocast_include();
+    } else if (st == MP_OK) {
+        RUN(mp_tensor_numel(a), st, mp_op_softmax(a, dim, log, &out));
+    }
     mp_tensor_decref(src);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
@@ -277,12 +264,9 @@ static PyObject *f_layer_norm(PyObject *m, PyObject *const *args, Py_ssize_t nar
     double eps = PyFloat_AsDouble(args[4]);
     if (eps == -1.0 && PyErr_Occurred())
         return NULL;
-    mp_tensor *ts[3] = {a, w, b}, *owned[3];
-    if (autocast_inputs(MP_AC_OP_LAYER_NORM, ts, 3, owned) < 0)
-        return NULL;
+    mp_tensor *ts[3] = {a, w, b};
     mp_status st;
     RUN(mp_tensor_numel(a), st, mp_op_layer_norm(ts[0], ns, n, ts[1], ts[2], eps, &out));
-    mp_decref_all(owned, 3);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -302,13 +286,10 @@ static PyObject *f_pointwise_loss(PyObject *m, PyObject *const *args, Py_ssize_t
         tensor_arg(s, args[2], fname, "target", 2, &t) < 0 ||
         int_arg(args[3], fname, "reduction", &red) < 0)
         return NULL;
-    mp_tensor *ts[2] = {x, t}, *owned[2];
-    if (autocast_inputs(kind ? MP_AC_OP_L1_LOSS : MP_AC_OP_MSE_LOSS, ts, 2, owned) < 0)
-        return NULL;
+    mp_tensor *ts[2] = {x, t};
     mp_status st;
     RUN(mp_tensor_numel(x), st, kind ? mp_op_l1_loss(ts[0], ts[1], red, &out)
                                      : mp_op_mse_loss(ts[0], ts[1], red, &out));
-    mp_decref_all(owned, 2);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -332,14 +313,11 @@ static PyObject *f_nll_loss(PyObject *m, PyObject *const *args, Py_ssize_t nargs
     double ls = PyFloat_AsDouble(args[5]);
     if (ls == -1.0 && PyErr_Occurred())
         return NULL;
-    mp_tensor *ts[3] = {x, t, w}, *owned[3];
-    if (autocast_inputs(ce ? MP_AC_OP_CROSS_ENTROPY : MP_AC_OP_NLL_LOSS, ts, 3, owned) < 0)
-        return NULL;
+    mp_tensor *ts[3] = {x, t, w};
     mp_status st;
     RUN(mp_tensor_numel(x), st, ce ? mp_op_cross_entropy(ts[0], ts[1], ts[2], ignore, red, ls,
                                                           &out)
                                    : mp_op_nll_loss(ts[0], ts[1], ts[2], ignore, red, &out));
-    mp_decref_all(owned, 3);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -357,12 +335,9 @@ static PyObject *f_bce_with_logits(PyObject *m, PyObject *const *args, Py_ssize_
         opt_tensor_arg(s, args[3], fname, "pos_weight", &pw) < 0 ||
         int_arg(args[4], fname, "reduction", &red) < 0)
         return NULL;
-    mp_tensor *ts[4] = {x, t, w, pw}, *owned[4];
-    if (autocast_inputs(MP_AC_OP_BCE_WITH_LOGITS, ts, 4, owned) < 0)
-        return NULL;
+    mp_tensor *ts[4] = {x, t, w, pw};
     mp_status st;
     RUN(mp_tensor_numel(x), st, mp_op_bce_with_logits(ts[0], ts[1], ts[2], ts[3], red, &out));
-    mp_decref_all(owned, 4);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 

@@ -1,26 +1,14 @@
 /* ops_bind_stats.c - Python entry points of min/argmin, amax/amin, maximum/minimum/fmax/fmin,
  * prod, var/std (+ _mean), logsumexp, vector_norm, cumsum/cumprod, sort and topk (see
  * csrc/core/ops.h): positional-only _C functions that mpamp/_ops_minmax.py, _ops_stats.py and
- * _ops_sort.py wrap with torch's signatures. Autocast is applied here, per the op's row;
- * ops on torch's fp32_set_opt_dtype list are autocast only when called without dtype=. */
+ * _ops_sort.py wrap with torch's signatures. Autocast is applied by the core entries. */
 #include "reduce_args.h"
 
-#include "../core/autocast.h"
 #include "../core/elementwise.h"
 #include "../core/ops.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 #define STATE(m) mp_state_of_module(m)
-
-/* *a replaced by the tensor the op runs with under autocast (a new reference in *owned). */
-static int autocast_one(mp_ac_op op, mp_tensor **a, mp_tensor **owned)
-{
-    mp_status st = mp_autocast_args(op, a, 1, owned);
-    if (st != MP_OK)
-        return mp_raise_int(st);
-    *a = *owned;
-    return 0;
-}
 
 /* _min(input, dim, keepdim): dim None -> the min of all elements; else (values, indices) */
 static PyObject *f_min(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
@@ -85,18 +73,14 @@ static PyObject *f_amax(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 /* _maximum(which, input, other): which 0 maximum, 1 minimum, 2 fmax, 3 fmin */
 static PyObject *f_maximum(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
-    static const char *const names[] = {"maximum", "minimum", "fmax", "fmin"};
     mp_state *s = STATE(m);
     mp_tensor *a, *b, *out = NULL;
-    int64_t which;
+    const mp_op_row *r;
     if (mp_rarg_nargs(nargs, 3, "_maximum") < 0 ||
-        mp_parse_int64(args[0], "_maximum", "which", &which) < 0)
+        mp_op_arg(args[0], MP_OPK_EXTREMUM, MP_OPK_EXTREMUM, "_maximum", &r) < 0)
         return NULL;
-    if (which < 0 || which > 3) {
-        PyErr_SetString(PyExc_ValueError, "_maximum: which must be 0..3");
-        return NULL;
-    }
-    const char *fname = names[which];
+    int which = r->code;
+    const char *fname = r->name;
     if (mp_rarg_tensor(s, args[1], fname, "input", 1, &a) < 0 ||
         mp_rarg_tensor(s, args[2], fname, "other", 2, &b) < 0)
         return NULL;
@@ -109,7 +93,7 @@ static PyObject *f_maximum(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *f_prod(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *a, *out = NULL, *owned = NULL;
+    mp_tensor *a, *out = NULL;
     int keepdim, dtype;
     int64_t dim = 0;
     if (mp_rarg_nargs(nargs, 4, "_prod") < 0 ||
@@ -119,13 +103,8 @@ static PyObject *f_prod(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     int has_dim = args[1] != Py_None;
     if (has_dim && mp_parse_int64(args[1], "prod", "dim", &dim) < 0)
         return NULL;
-    /* CPU: fp32 for every call; CUDA: fp32_set_opt_dtype (calls without dtype= only) */
-    if ((dtype < 0 || a->storage->device == MP_DEVICE_CPU) &&
-        autocast_one(MP_AC_OP_PROD, &a, &owned) < 0)
-        return NULL;
     mp_status st;
     MP_RUN(mp_tensor_numel(a), st, mp_op_prod(a, has_dim, dim, keepdim, dtype, &out));
-    mp_tensor_decref(owned);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -159,17 +138,16 @@ static PyObject *f_var(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 static PyObject *f_logsumexp(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *a, *out = NULL, *owned = NULL;
+    mp_tensor *a, *out = NULL;
     int keepdim;
     uint32_t mask;
     if (mp_rarg_nargs(nargs, 3, "_logsumexp") < 0 ||
         mp_rarg_tensor(s, args[0], "logsumexp", "input", 1, &a) < 0 ||
         mp_rarg_dim_mask(args[1], a->ndim, "logsumexp", 1, &mask) < 0 ||
-        mp_rarg_flag(args[2], &keepdim) < 0 || autocast_one(MP_AC_OP_LOGSUMEXP, &a, &owned) < 0)
+        mp_rarg_flag(args[2], &keepdim) < 0)
         return NULL;
     mp_status st;
     MP_RUN(mp_tensor_numel(a), st, mp_op_logsumexp(a, mask, keepdim, &out));
-    mp_tensor_decref(owned);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -178,7 +156,7 @@ static PyObject *f_vector_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
 {
     mp_state *s = STATE(m);
     const char *fname = "linalg_vector_norm";
-    mp_tensor *a, *out = NULL, *owned = NULL;
+    mp_tensor *a, *out = NULL;
     int keepdim, dtype;
     uint32_t mask;
     double ord;
@@ -194,11 +172,8 @@ static PyObject *f_vector_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
         mp_rarg_dim_mask(args[2], a->ndim, fname, 0, &mask) < 0 ||
         mp_rarg_flag(args[3], &keepdim) < 0 || mp_rarg_dtype(s, args[4], &dtype) < 0)
         return NULL;
-    if (dtype < 0 && autocast_one(MP_AC_OP_LINALG_VECTOR_NORM, &a, &owned) < 0)
-        return NULL;
     mp_status st;
     MP_RUN(mp_tensor_numel(a), st, mp_op_vector_norm(a, ord, mask, keepdim, dtype, &out));
-    mp_tensor_decref(owned);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -206,7 +181,7 @@ static PyObject *f_vector_norm(PyObject *m, PyObject *const *args, Py_ssize_t na
 static PyObject *f_cumsum(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
-    mp_tensor *a, *out = NULL, *owned = NULL;
+    mp_tensor *a, *out = NULL;
     int dtype, prod;
     int64_t dim;
     if (mp_rarg_nargs(nargs, 4, "_cumsum") < 0 || mp_rarg_flag(args[3], &prod) < 0)
@@ -215,12 +190,8 @@ static PyObject *f_cumsum(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (mp_rarg_tensor(s, args[0], fname, "input", 1, &a) < 0 ||
         mp_parse_int64(args[1], fname, "dim", &dim) < 0 || mp_rarg_dtype(s, args[2], &dtype) < 0)
         return NULL;
-    if (dtype < 0 &&
-        autocast_one(prod ? MP_AC_OP_CUMPROD : MP_AC_OP_CUMSUM, &a, &owned) < 0)
-        return NULL;
     mp_status st;
     MP_RUN(mp_tensor_numel(a), st, mp_op_cumsum(a, dim, dtype, prod, &out));
-    mp_tensor_decref(owned);
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
@@ -262,7 +233,7 @@ PyMethodDef mp_stats_functions[] = {
     {"_argmin", FN(f_argmin), METH_FASTCALL, "_argmin(input, dim, keepdim)"},
     {"_amax", FN(f_amax), METH_FASTCALL, "_amax(input, dim, keepdim, is_min)"},
     {"_maximum", FN(f_maximum), METH_FASTCALL,
-     "_maximum(which, input, other): maximum (0), minimum (1), fmax (2), fmin (3)"},
+     "_maximum(op, input, other): op the id (_C.op_ids) of maximum, minimum, fmax, fmin"},
     {"_prod", FN(f_prod), METH_FASTCALL, "_prod(input, dim, keepdim, dtype)"},
     {"_var", FN(f_var), METH_FASTCALL,
      "_var(input, dim, correction, keepdim, take_sqrt, with_mean)"},

@@ -18,88 +18,11 @@ static _Thread_local mp_dtype ac_dtype[MP_AC_DEVICES];
 static _Thread_local int ac_cache_off;
 static _Thread_local int ac_depth;
 
-static const struct {
-    const char *name;
-    mp_ac_policy cpu, cuda;
-} policies[MP_AC_OP_COUNT] = {
-    [MP_AC_OP_LINEAR] = {"linear", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_MATMUL] = {"matmul", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_MM] = {"mm", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_BMM] = {"bmm", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_ADDMM] = {"addmm", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_BADDBMM] = {"baddbmm", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_MSE_LOSS] = {"mse_loss", MP_AC_FP32, MP_AC_FP32},
-    [MP_AC_OP_L1_LOSS] = {"l1_loss", MP_AC_FP32, MP_AC_FP32},
-    [MP_AC_OP_NLL_LOSS] = {"nll_loss", MP_AC_FP32, MP_AC_FP32},
-    [MP_AC_OP_CROSS_ENTROPY] = {"cross_entropy", MP_AC_FP32, MP_AC_FP32},
-    [MP_AC_OP_BCE_WITH_LOGITS] = {"binary_cross_entropy_with_logits", MP_AC_FP32, MP_AC_FP32},
-    /* CPU autocast leaves layer_norm, exp, log, pow, rsqrt, softmax and sum alone; CUDA
-     * runs them in fp32 (softmax/sum via fp32_set_opt_dtype: same result for our kernels,
-     * which compute in fp32 and are given fp32 inputs here) */
-    [MP_AC_OP_LAYER_NORM] = {"layer_norm", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_EXP] = {"exp", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_LOG] = {"log", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_POW] = {"pow", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_RSQRT] = {"rsqrt", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_SOFTMAX] = {"softmax", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_LOG_SOFTMAX] = {"log_softmax", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_SUM] = {"sum", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_CAT] = {"cat", MP_AC_PROMOTE, MP_AC_NONE},
-    [MP_AC_OP_STACK] = {"stack", MP_AC_PROMOTE, MP_AC_NONE},
-    /* CUDA's fp32 list; not in CPU's (comparisons, sin, cos, erf, sign, floor, ... are in
-     * no list: they run in their inputs' dtype) */
-    [MP_AC_OP_EXPM1] = {"expm1", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_LOG1P] = {"log1p", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_LOG2] = {"log2", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_LOG10] = {"log10", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_RECIPROCAL] = {"reciprocal", MP_AC_NONE, MP_AC_FP32},
-    /* CNN ops: conv1d/conv2d are lower precision on both devices; group_norm is fp32 on CUDA
-     * only; batch_norm and the 2-d pools are in neither list (CPU's fp32 list has the 3-d
-     * pools only), so they have no row */
-    [MP_AC_OP_CONV1D] = {"conv1d", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_CONV2D] = {"conv2d", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_GROUP_NORM] = {"group_norm", MP_AC_NONE, MP_AC_FP32},
-    /* lower precision on both lists; rms_norm is in CUDA's fp32 list only (torch 2.13) */
-    [MP_AC_OP_SDPA] = {"scaled_dot_product_attention", MP_AC_LOWER, MP_AC_LOWER},
-    [MP_AC_OP_RMS_NORM] = {"rms_norm", MP_AC_NONE, MP_AC_FP32},
-    /* prod is on CPU's fp32 list (any call) and CUDA's fp32_set_opt_dtype list, with cumsum,
-     * cumprod and linalg_vector_norm (calls without dtype= only: the bindings skip autocast
-     * when dtype is given, except prod on the CPU); norm is CUDA's fp32_append_dtype;
-     * logsumexp and dist are CUDA fp32; einsum is CUDA lower precision (on the CPU it is not
-     * listed, but the bmm it lowers to is, so its products run low there too, as torch's) */
-    [MP_AC_OP_PROD] = {"prod", MP_AC_FP32, MP_AC_FP32},
-    [MP_AC_OP_CUMSUM] = {"cumsum", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_CUMPROD] = {"cumprod", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_LINALG_VECTOR_NORM] = {"linalg_vector_norm", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_NORM] = {"norm", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_LOGSUMEXP] = {"logsumexp", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_DIST] = {"dist", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_EINSUM] = {"einsum", MP_AC_NONE, MP_AC_LOWER},
-    [MP_AC_OP_SMOOTH_L1_LOSS] = {"smooth_l1_loss", MP_AC_FP32, MP_AC_FP32},
-    [MP_AC_OP_HUBER_LOSS] = {"huber_loss", MP_AC_FP32, MP_AC_FP32},
-    [MP_AC_OP_KL_DIV] = {"kl_div", MP_AC_FP32, MP_AC_FP32},
-    /* CPU runs binary_cross_entropy in fp32; CUDA refuses it (see banned_message) */
-    [MP_AC_OP_BCE] = {"binary_cross_entropy", MP_AC_FP32, MP_AC_BANNED},
-    /* CPU lists reflection_pad1d/2d and replication_pad1d/2d/3d as fp32; CUDA none */
-    [MP_AC_OP_REFLECTION_PAD1D] = {"reflection_pad1d", MP_AC_FP32, MP_AC_NONE},
-    [MP_AC_OP_REFLECTION_PAD2D] = {"reflection_pad2d", MP_AC_FP32, MP_AC_NONE},
-    [MP_AC_OP_REFLECTION_PAD3D] = {"reflection_pad3d", MP_AC_NONE, MP_AC_NONE},
-    [MP_AC_OP_REPLICATION_PAD1D] = {"replication_pad1d", MP_AC_FP32, MP_AC_NONE},
-    [MP_AC_OP_REPLICATION_PAD2D] = {"replication_pad2d", MP_AC_FP32, MP_AC_NONE},
-    [MP_AC_OP_REPLICATION_PAD3D] = {"replication_pad3d", MP_AC_FP32, MP_AC_NONE},
-    /* normalize reaches fp32 on CUDA through norm (fp32_append_dtype) and the division's
-     * promotion; CPU leaves it alone */
-    [MP_AC_OP_NORMALIZE] = {"normalize", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_COSINE_SIMILARITY] = {"cosine_similarity", MP_AC_NONE, MP_AC_FP32},
-    [MP_AC_OP_SOFTPLUS] = {"softplus", MP_AC_NONE, MP_AC_FP32},
-    /* CUDA promotes index_put and scatter_add; CPU promotes index_copy (torch's lists) */
-    [MP_AC_OP_INDEX_PUT] = {"index_put", MP_AC_NONE, MP_AC_PROMOTE},
-    [MP_AC_OP_SCATTER_ADD] = {"scatter_add", MP_AC_NONE, MP_AC_PROMOTE},
-    [MP_AC_OP_INDEX_COPY] = {"index_copy", MP_AC_PROMOTE, MP_AC_NONE},
-};
+_Thread_local int mp_autocast_on;
+_Thread_local int mp_autocast_excluded;
 
 /* torch's error for the ops it bans under autocast */
-static const char *banned_message(mp_ac_op op)
+static const char *banned_message(int op)
 {
     (void)op;       /* binary_cross_entropy is the only banned op */
     return "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
@@ -109,8 +32,20 @@ static const char *banned_message(mp_ac_op op)
            "  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.";
 }
 
+static void sync_on(void)
+{
+    mp_autocast_on = 0;
+    for (int d = 0; d < MP_AC_DEVICES; d++)
+        mp_autocast_on |= ac_enabled[d] << d;
+}
+
 int mp_autocast_enabled(mp_device dev) { return ac_enabled[dev]; }
-void mp_autocast_set_enabled(mp_device dev, int enabled) { ac_enabled[dev] = !!enabled; }
+
+void mp_autocast_set_enabled(mp_device dev, int enabled)
+{
+    ac_enabled[dev] = !!enabled;
+    sync_on();
+}
 
 mp_dtype mp_autocast_dtype(mp_device dev)
 {
@@ -130,24 +65,10 @@ void mp_autocast_set_cache_enabled(int enabled) { ac_cache_off = !enabled; }
 int mp_autocast_increment_nesting(void) { return ++ac_depth; }
 int mp_autocast_decrement_nesting(void) { return --ac_depth; }
 
-mp_ac_policy mp_autocast_policy(mp_ac_op op, mp_device dev)
+mp_ac_policy mp_autocast_policy(int op, mp_device dev)
 {
-    if ((int)op < 0 || op >= MP_AC_OP_COUNT)
-        return MP_AC_NONE;
-    return dev == MP_DEVICE_CUDA ? policies[op].cuda : policies[op].cpu;
-}
-
-const char *mp_autocast_op_name(mp_ac_op op)
-{
-    return (int)op >= 0 && op < MP_AC_OP_COUNT ? policies[op].name : "unknown";
-}
-
-int mp_autocast_op_by_name(const char *name)
-{
-    for (int op = 0; op < MP_AC_OP_COUNT; op++)
-        if (policies[op].name && strcmp(name, policies[op].name) == 0)
-            return op;
-    return -1;
+    const mp_op_row *r = mp_op_info(op);
+    return r && (int)dev >= 0 && dev < MP_AC_DEVICES ? r->autocast[dev] : MP_AC_NONE;
 }
 
 void mp_autocast_suspend(mp_autocast_saved *saved)
@@ -156,12 +77,14 @@ void mp_autocast_suspend(mp_autocast_saved *saved)
         saved->enabled[d] = ac_enabled[d];
         ac_enabled[d] = 0;
     }
+    sync_on();
 }
 
 void mp_autocast_restore(const mp_autocast_saved *saved)
 {
     for (int d = 0; d < MP_AC_DEVICES; d++)
         ac_enabled[d] = saved->enabled[d];
+    sync_on();
 }
 
 /* ---- the weight-cast cache ---- */
@@ -312,7 +235,7 @@ static mp_status promote_target(mp_tensor *const *args, int n, mp_dtype lower, m
     return MP_OK;
 }
 
-mp_status mp_autocast_args(mp_ac_op op, mp_tensor *const *args, int n, mp_tensor **out)
+mp_status mp_autocast_args(int op, mp_tensor *const *args, int n, mp_tensor **out)
 {
     mp_device dev = MP_DEVICE_CPU;
     for (int i = 0; i < n; i++) {
@@ -342,4 +265,27 @@ mp_status mp_autocast_args(mp_ac_op op, mp_tensor *const *args, int n, mp_tensor
             out[i] = NULL;
         }
     return st;
+}
+
+mp_status mp_autocast_enter(int op, mp_tensor **args, int n, mp_autocast_scope *sc)
+{
+    sc->n = 0;
+    if (n > 8)
+        return mp_error(MP_ERR_VALUE, "autocast: an op entry passes at most 8 tensors");
+    mp_status st = mp_autocast_args(op, args, n, sc->owned);
+    if (st != MP_OK)
+        return st;
+    sc->n = n;
+    for (int i = 0; i < n; i++)
+        args[i] = sc->owned[i];
+    mp_autocast_excluded++;
+    return MP_OK;
+}
+
+void mp_autocast_leave(mp_autocast_scope *sc)
+{
+    mp_autocast_excluded--;
+    for (int i = 0; i < sc->n; i++)
+        mp_tensor_decref(sc->owned[i]);
+    sc->n = 0;
 }

@@ -8,55 +8,7 @@
 
 #include "tensor.h"
 
-/* MP_AC_BANNED: the op raises under autocast (torch bans binary_cross_entropy on CUDA) */
-typedef enum { MP_AC_NONE = 0, MP_AC_LOWER, MP_AC_FP32, MP_AC_PROMOTE, MP_AC_BANNED } mp_ac_policy;
-
-/* Ops that autocast knows about (policies in autocast.c, per device type). */
-typedef enum {
-    MP_AC_OP_LINEAR, MP_AC_OP_MATMUL, MP_AC_OP_MM, MP_AC_OP_BMM, MP_AC_OP_ADDMM,
-    MP_AC_OP_BADDBMM, MP_AC_OP_MSE_LOSS, MP_AC_OP_L1_LOSS, MP_AC_OP_NLL_LOSS,
-    MP_AC_OP_CROSS_ENTROPY, MP_AC_OP_BCE_WITH_LOGITS, MP_AC_OP_LAYER_NORM, MP_AC_OP_EXP,
-    MP_AC_OP_LOG, MP_AC_OP_POW, MP_AC_OP_RSQRT, MP_AC_OP_SOFTMAX, MP_AC_OP_LOG_SOFTMAX,
-    MP_AC_OP_SUM, MP_AC_OP_CAT, MP_AC_OP_STACK,
-    MP_AC_OP_EXPM1,
-    MP_AC_OP_LOG1P,
-    MP_AC_OP_LOG2,
-    MP_AC_OP_LOG10,
-    MP_AC_OP_RECIPROCAL,
-    MP_AC_OP_CONV1D,
-    MP_AC_OP_CONV2D,
-    MP_AC_OP_GROUP_NORM,
-    MP_AC_OP_SDPA,
-    MP_AC_OP_RMS_NORM,
-    MP_AC_OP_PROD,
-    MP_AC_OP_CUMSUM,
-    MP_AC_OP_CUMPROD,
-    MP_AC_OP_LINALG_VECTOR_NORM,
-    MP_AC_OP_NORM,
-    MP_AC_OP_LOGSUMEXP,
-    MP_AC_OP_DIST,
-    MP_AC_OP_EINSUM,
-    MP_AC_OP_SMOOTH_L1_LOSS,
-    MP_AC_OP_HUBER_LOSS,
-    MP_AC_OP_KL_DIV,
-    MP_AC_OP_BCE,
-    MP_AC_OP_REFLECTION_PAD1D,
-    MP_AC_OP_REFLECTION_PAD2D,
-    MP_AC_OP_REFLECTION_PAD3D,
-    MP_AC_OP_REPLICATION_PAD1D,
-    MP_AC_OP_REPLICATION_PAD2D,
-    MP_AC_OP_REPLICATION_PAD3D,
-    MP_AC_OP_NORMALIZE,
-    MP_AC_OP_COSINE_SIMILARITY,
-    MP_AC_OP_SOFTPLUS,
-    MP_AC_OP_INDEX_PUT,
-    MP_AC_OP_SCATTER_ADD,
-    MP_AC_OP_INDEX_COPY,
-    /* new ops: one line each, above this one */
-    MP_AC_OP_COUNT
-} mp_ac_op;
-
-#define MP_AC_DEVICES 2   /* indexed by mp_device: CPU, CUDA */
+#include "op_table.h"   /* mp_ac_policy, MP_AC_DEVICES and the per-op policies */
 
 int mp_autocast_enabled(mp_device dev);
 void mp_autocast_set_enabled(mp_device dev, int enabled);
@@ -67,10 +19,8 @@ void mp_autocast_set_cache_enabled(int enabled);
 int mp_autocast_increment_nesting(void);     /* returns the new depth */
 int mp_autocast_decrement_nesting(void);
 void mp_autocast_clear_cache(void);
-mp_ac_policy mp_autocast_policy(mp_ac_op op, mp_device dev);
-const char *mp_autocast_op_name(mp_ac_op op);
-/* The op whose row is named `name` (torch's op name), or -1. */
-int mp_autocast_op_by_name(const char *name);
+/* op's policy on dev (its op-table row) */
+mp_ac_policy mp_autocast_policy(int op, mp_device dev);
 
 /* Cache counters (debugging and tests): hits, misses (casts stored), entries now. */
 void mp_autocast_cache_stats(uint64_t *hits, uint64_t *misses, int64_t *entries);
@@ -78,7 +28,52 @@ void mp_autocast_cache_stats(uint64_t *hits, uint64_t *misses, int64_t *entries)
 /* The inputs an op should run with under the current autocast state: out[i] is a new
  * reference, either args[i] itself or a cast of it (NULL args stay NULL). Casts are autograd
  * nodes. Runs the op-independent checks of torch's promote policy. */
-mp_status mp_autocast_args(mp_ac_op op, mp_tensor *const *args, int n, mp_tensor **out);
+mp_status mp_autocast_args(int op, mp_tensor *const *args, int n, mp_tensor **out);
+
+/* ---- autocast at the core op entry ----
+ * An op entry with an autocast row starts with MP_AUTOCAST_ENTRY: when autocast is on for
+ * this thread and no other op entry is running (torch's ExcludeDispatchKeyGuard: ops called
+ * inside an op, and backward, are never re-autocast), the entry calls itself once more with
+ * the policy's casts of its tensor arguments, under that exclusion. */
+extern _Thread_local int mp_autocast_on;        /* devices enabled, as a bit mask */
+extern _Thread_local int mp_autocast_excluded;  /* op entries running that applied autocast */
+
+static inline int mp_autocast_active(void)
+{
+    return mp_autocast_on && !mp_autocast_excluded;
+}
+
+typedef struct {
+    mp_tensor *owned[8];
+    int n;
+} mp_autocast_scope;
+
+/* args[i] (n <= 8) replaced by the tensors op runs with (held by sc until leave); sets the
+ * exclusion. On error nothing is held and the exclusion is not set. */
+mp_status mp_autocast_enter(int op, mp_tensor **args, int n, mp_autocast_scope *sc);
+void mp_autocast_leave(mp_autocast_scope *sc);
+
+/* `call` names the cast tensors ac_[0], ac_[1], ... in the order of the arguments after it;
+ * the _IF form autocasts only when cond holds (torch's fp32_set_opt_dtype ops: no dtype=). */
+#define MP_AUTOCAST_ENTRY(op, call, ...) MP_AUTOCAST_ENTRY_IF(1, op, call, __VA_ARGS__)
+#define MP_AUTOCAST_ENTRY_IF(cond, op, call, ...)                                           \
+    do {                                                                                    \
+        if (mp_autocast_active() && (cond)) {                                               \
+            mp_tensor *ac_[] = {__VA_ARGS__};                                               \
+            mp_autocast_scope sc_;                                                          \
+            mp_status st_ = mp_autocast_enter((op), ac_, (int)(sizeof ac_ / sizeof ac_[0]), \
+                                              &sc_);                                        \
+            if (st_ == MP_OK) {                                                             \
+                st_ = (call);                                                               \
+                mp_autocast_leave(&sc_);                                                    \
+            }                                                                               \
+            return st_;                                                                     \
+        }                                                                                   \
+    } while (0)
+
+/* Marks a region (an in-place op's use of an out-of-place entry) as inside an op entry. */
+static inline void mp_autocast_exclude(void) { mp_autocast_excluded++; }
+static inline void mp_autocast_include(void) { mp_autocast_excluded--; }
 
 /* Turns every device's autocast off for this thread until restored (backward uses it). */
 typedef struct {

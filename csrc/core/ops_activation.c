@@ -4,6 +4,7 @@
  * through mp_inplace_commit like every in-place op. */
 #include <math.h>
 
+#include "autocast.h"
 #include "elementwise.h"
 #include "backend.h"
 #include "ops.h"
@@ -101,6 +102,7 @@ mp_status mp_op_leaky_relu(mp_tensor *a, double negative_slope, mp_tensor **out)
 
 mp_status mp_op_softplus(mp_tensor *a, double beta, double threshold, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_SOFTPLUS, mp_op_softplus(ac_[0], beta, threshold, out), a);
     double args[2] = {beta, threshold};
     return activation(1, a, args, out);
 }

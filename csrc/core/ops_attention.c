@@ -3,6 +3,7 @@
  * key/value head serves a group of query heads) turned into per-entry element offsets, and
  * the autograd node. The math is the fused kernel in csrc/cpu/attention*.c; the backward
  * (ops_attention_bwd.c) reruns it from the saved output and per-row logsumexp. */
+#include "autocast.h"
 #include "ops_attention.h"
 #include "backend.h"
 
@@ -315,9 +316,21 @@ static mp_status record(sdpa_geom *g, mp_tensor *const *in, mp_tensor *const *t,
     return st;
 }
 
+/* mp_op_sdpa with the mask autocast chose */
+static mp_status sdpa_masked(mp_tensor *q, mp_tensor *k, mp_tensor *v, mp_tensor *mask,
+                             const mp_sdpa_opts *o, mp_tensor **out, uint64_t *blocks_used)
+{
+    mp_sdpa_opts with = *o;
+    with.mask = mask;
+    return mp_op_sdpa(q, k, v, &with, out, blocks_used);
+}
+
 mp_status mp_op_sdpa(mp_tensor *q, mp_tensor *k, mp_tensor *v, const mp_sdpa_opts *o,
                      mp_tensor **out, uint64_t *blocks_used)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_SDPA,
+                      sdpa_masked(ac_[0], ac_[1], ac_[2], ac_[3], o, out, blocks_used), q, k, v,
+                      o->mask);
     MP_HOST_ONLY("sdpa", q, k, v);
     *out = NULL;
     *blocks_used = 0;

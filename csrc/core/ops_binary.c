@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "chunk.h"
 #include "backend.h"
 #include "copy.h"
@@ -284,10 +285,13 @@ mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha)
     if ((st = mp_check_result_cast(dt, a->dtype)) != MP_OK)   /* also uint8 into bool */
         return st;
     mp_tensor *res = NULL;
-    if (which == MP_BIN_POW)
+    if (which == MP_BIN_POW) {
+        mp_autocast_exclude();         /* pow_ is not autocast (torch lists pow only) */
         st = mp_op_pow(a, b, &res);
-    else
-        st = binary(which, a, b, alpha, &res);   /* records autograd; commit rebases a */
+        mp_autocast_include();
+    } else {
+        st = binary(which, a, b, alpha, &res);
+    }   /* records autograd; commit rebases a */
     if (st != MP_OK)
         return st;
     st = mp_inplace_commit(a, res, inplace_names[which]);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "../cpu/im2col.h"
 #include "backend.h"
 #include "conv_core.h"
@@ -280,6 +281,10 @@ mp_status mp_op_conv(mp_tensor *x, mp_tensor *w, mp_tensor *bias, int nsp,
                      const int64_t *stride, const int64_t *padding, int pad_same,
                      const int64_t *dilation, int64_t groups, int mode, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(nsp == 1 ? MP_OP_CONV1D : MP_OP_CONV2D,
+                      mp_op_conv(ac_[0], ac_[1], ac_[2], nsp, stride, padding, pad_same,
+                                 dilation, groups, mode, out),
+                      x, w, bias);
     MP_HOST_ONLY("conv", x, w, bias);
     const char *op = nsp == 1 ? "conv1d" : "conv2d";
     *out = NULL;

@@ -5,6 +5,7 @@
  * into fp32 zeros, scatter's zeroes the written positions and gathers for src. */
 #include <string.h>
 
+#include "autocast.h"
 #include "../cpu/index_kernels.h"
 #include "backend.h"
 #include "chunk.h"
@@ -275,6 +276,8 @@ mp_status mp_op_scatter(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *
 mp_status mp_op_scatter_add(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *src,
                             mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_SCATTER_ADD, mp_op_scatter_add(ac_[0], dim, index, ac_[1], out), a,
+                      src);
     MP_HOST_ONLY("scatter_add", a, index, src);
     mp_scalar none = {0.0, 0, 0};
     return scatter_impl("scatter", a, dim, index, src, none, MP_SCATTER_ADD, 2, out);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "../cpu/norm_planes.h"
 #include "backend.h"
 #include "copy.h"
@@ -230,6 +231,9 @@ static mp_status gn_run(mp_tensor *xv, const gn_dims *d, mp_tensor *w, mp_tensor
 mp_status mp_op_group_norm(mp_tensor *x, int64_t groups, mp_tensor *weight, mp_tensor *bias,
                            double eps, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_GROUP_NORM,
+                      mp_op_group_norm(ac_[0], groups, ac_[1], ac_[2], eps, out), x, weight,
+                      bias);
     MP_HOST_ONLY("group_norm", x, weight, bias);
     *out = NULL;
     mp_status st = check_gn(x, groups, weight, bias);

@@ -5,6 +5,7 @@
  * broadcasts them, and lays out the result; the walk in cpu/index_kernels.c does the work.
  * Backward of index scatter-adds (fp32) into zeros; index_put's backward zeroes (or keeps)
  * the written positions and gathers for the values. */
+#include "autocast.h"
 #include "ops_index.h"
 #include "backend.h"
 
@@ -551,6 +552,8 @@ static mp_status put_into_copy(const index_plan *p, mp_tensor *a, mp_tensor *val
 mp_status mp_op_index_put(mp_tensor *a, mp_tensor *const *indices, int n, mp_tensor *values,
                           int accumulate, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_INDEX_PUT,
+                      mp_op_index_put(ac_[0], indices, n, ac_[1], accumulate, out), a, values);
     MP_HOST_ONLY("index_put", a, values);
     index_plan p;
     mp_tensor *av;
@@ -587,8 +590,11 @@ mp_status mp_op_index_put_(mp_tensor *a, mp_tensor *const *indices, int n, mp_te
     MP_HOST_ONLY("index_put_", a, values);
     mp_tensor *res = NULL;
     mp_status st = mp_check_inplace(a, "index_put_");
-    if (st == MP_OK)
+    if (st == MP_OK) {
+        mp_autocast_exclude();      /* index_put_ is not autocast (torch lists index_put) */
         st = mp_op_index_put(a, indices, n, values, accumulate, &res);
+        mp_autocast_include();
+    }
     if (st == MP_OK)
         st = mp_inplace_commit(a, res, "index_put_");
     mp_tensor_decref(res);

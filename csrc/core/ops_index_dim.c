@@ -5,6 +5,7 @@
  * is an index_add into fp32 zeros. */
 #include <string.h>
 
+#include "autocast.h"
 #include "../cpu/index_kernels.h"
 #include "backend.h"
 #include "chunk.h"
@@ -332,6 +333,8 @@ mp_status mp_op_index_add(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor
 mp_status mp_op_index_copy(mp_tensor *a, int64_t dim, mp_tensor *index, mp_tensor *src,
                            mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_INDEX_COPY, mp_op_index_copy(ac_[0], dim, index, ac_[1], out), a,
+                      src);
     MP_HOST_ONLY("index_copy", a, index, src);
     return combine_op(LINE_COPY, a, dim, index, src, 1.0, out);
 }

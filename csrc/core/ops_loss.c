@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "backend.h"
 #include "elementwise.h"
@@ -335,17 +336,23 @@ static mp_status pointwise_loss(int kind, mp_tensor *input, mp_tensor *target, i
 
 mp_status mp_op_mse_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_MSE_LOSS, mp_op_mse_loss(ac_[0], ac_[1], reduction, out), input,
+                      target);
     return pointwise_loss(LOSS_MSE, input, target, reduction, 0.0, out);
 }
 
 mp_status mp_op_l1_loss(mp_tensor *input, mp_tensor *target, int reduction, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_L1_LOSS, mp_op_l1_loss(ac_[0], ac_[1], reduction, out), input,
+                      target);
     return pointwise_loss(LOSS_L1, input, target, reduction, 0.0, out);
 }
 
 mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reduction,
                                double beta, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_SMOOTH_L1_LOSS,
+                      mp_op_smooth_l1_loss(ac_[0], ac_[1], reduction, beta, out), input, target);
     *out = NULL;
     if (beta < 0.0)
         return mp_error(MP_ERR_RUNTIME, "smooth_l1_loss does not support negative values for "
@@ -358,6 +365,8 @@ mp_status mp_op_smooth_l1_loss(mp_tensor *input, mp_tensor *target, int reductio
 mp_status mp_op_huber_loss(mp_tensor *input, mp_tensor *target, int reduction, double delta,
                            mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_HUBER_LOSS,
+                      mp_op_huber_loss(ac_[0], ac_[1], reduction, delta, out), input, target);
     *out = NULL;
     if (!(delta > 0.0))
         return mp_error(MP_ERR_RUNTIME, "huber_loss does not support non-positive values for "
@@ -508,6 +517,9 @@ static mp_status bce_check(mp_tensor *input, mp_tensor *target, mp_tensor *weigh
 mp_status mp_op_bce_with_logits(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                                 mp_tensor *pos_weight, int reduction, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_BCE_WITH_LOGITS,
+                      mp_op_bce_with_logits(ac_[0], ac_[1], ac_[2], ac_[3], reduction, out),
+                      input, target, weight, pos_weight);
     MP_HOST_ONLY("bce_with_logits", input, target, weight, pos_weight);
     *out = NULL;
     mp_status st = mp_loss_check_reduction(reduction);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "backend.h"
 #include "elementwise.h"
@@ -275,6 +276,9 @@ static mp_status nll_forward(mp_tensor *logp, mp_tensor *target, mp_tensor *weig
 mp_status mp_op_nll_loss(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                          int64_t ignore_index, int reduction, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_NLL_LOSS,
+                      mp_op_nll_loss(ac_[0], ac_[1], ac_[2], ignore_index, reduction, out),
+                      input, target, weight);
     nll_shape sh;
     *out = NULL;
     mp_status st = nll_check(input, target, weight, reduction, &sh);
@@ -423,6 +427,10 @@ mp_status mp_op_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *we
                               int64_t ignore_index, int reduction, double label_smoothing,
                               mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_CROSS_ENTROPY,
+                      mp_op_cross_entropy(ac_[0], ac_[1], ac_[2], ignore_index, reduction,
+                                          label_smoothing, out),
+                      input, target, weight);
     *out = NULL;
     if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
         return mp_error(MP_ERR_RUNTIME, "label_smoothing must be between 0.0 and 1.0. Got: %g",

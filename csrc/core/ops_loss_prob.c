@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "backend.h"
 #include "elementwise.h"
@@ -152,6 +153,9 @@ static mp_status bce_record(mp_tensor *input, mp_tensor *target, mp_tensor *weig
 mp_status mp_op_binary_cross_entropy(mp_tensor *input, mp_tensor *target, mp_tensor *weight,
                                      int reduction, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_BCE,
+                      mp_op_binary_cross_entropy(ac_[0], ac_[1], ac_[2], reduction, out), input,
+                      target, weight);
     MP_HOST_ONLY("binary_cross_entropy", input, target, weight);
     *out = NULL;
     mp_status st = mp_loss_check_reduction(reduction);
@@ -252,6 +256,8 @@ static mp_status kl_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 mp_status mp_op_kl_div(mp_tensor *input, mp_tensor *target, int reduction, int log_target,
                        mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_KL_DIV, mp_op_kl_div(ac_[0], ac_[1], reduction, log_target, out),
+                      input, target);
     MP_HOST_ONLY("kl_div", input, target);
     mp_tensor *ins[2] = {input, target}, *l = NULL;
     int64_t shape[MP_MAX_DIMS], numel = 1;

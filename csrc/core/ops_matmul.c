@@ -6,6 +6,7 @@
  * dims summed inside the product. */
 #include <string.h>
 
+#include "autocast.h"
 #include "elementwise.h"
 #include "backend.h"
 #include "matmul_core.h"
@@ -251,6 +252,7 @@ static mp_status cannot_multiply(const char *op, int64_t m, int64_t k, int64_t k
 
 mp_status mp_op_mm(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_MM, mp_op_mm(ac_[0], ac_[1], out), a, b);
     mp_status st = check_matrix("mm", "self", a, 2);
     if (st == MP_OK)
         st = check_matrix("mm", "mat2", b, 2);
@@ -266,6 +268,7 @@ mp_status mp_op_mm(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 
 mp_status mp_op_bmm(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_BMM, mp_op_bmm(ac_[0], ac_[1], out), a, b);
     mp_status st = check_matrix("bmm", "batch1", a, 3);
     if (st == MP_OK)
         st = check_matrix("bmm", "batch2", b, 3);
@@ -293,6 +296,7 @@ static const char *matmul_node(int na, int nb)
 
 mp_status mp_op_matmul(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_MATMUL, mp_op_matmul(ac_[0], ac_[1], out), a, b);
     if (a->ndim == 0 || b->ndim == 0)
         return mp_error(MP_ERR_RUNTIME, "both arguments to matmul need to be at least 1D, but "
                         "they are %dD and %dD", a->ndim, b->ndim);
@@ -321,6 +325,8 @@ mp_status mp_op_matmul(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 mp_status mp_op_addmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta, double alpha,
                       mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_ADDMM, mp_op_addmm(ac_[0], ac_[1], ac_[2], beta, alpha, out),
+                      bias, a, b);
     mp_status st = check_matrix("addmm", "mat1", a, 2);
     if (st == MP_OK)
         st = check_matrix("addmm", "mat2", b, 2);
@@ -337,6 +343,8 @@ mp_status mp_op_addmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta, 
 mp_status mp_op_baddbmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta,
                         double alpha, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_BADDBMM,
+                      mp_op_baddbmm(ac_[0], ac_[1], ac_[2], beta, alpha, out), bias, a, b);
     mp_status st = check_matrix("baddbmm", "batch1", a, 3);
     if (st == MP_OK)
         st = check_matrix("baddbmm", "batch2", b, 3);
@@ -355,6 +363,7 @@ mp_status mp_op_baddbmm(mp_tensor *bias, mp_tensor *a, mp_tensor *b, double beta
 
 mp_status mp_op_linear(mp_tensor *x, mp_tensor *w, mp_tensor *bias, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_LINEAR, mp_op_linear(ac_[0], ac_[1], ac_[2], out), x, w, bias);
     if (x->ndim == 0 || w->ndim == 0 || w->ndim > 2)
         return mp_error(MP_ERR_RUNTIME, "linear: input must be at least 1-D and weight 1-D or "
                         "2-D, but they are %dD and %dD", x->ndim, w->ndim);

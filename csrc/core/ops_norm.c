@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "reduce.h"
 #include "backend.h"
@@ -219,6 +220,9 @@ static mp_status ln_forward(mp_tensor *a, int64_t rows, int64_t m, mp_tensor *w,
 mp_status mp_op_layer_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
                            mp_tensor *weight, mp_tensor *bias, double eps, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_LAYER_NORM,
+                      mp_op_layer_norm(ac_[0], normalized_shape, n, ac_[1], ac_[2], eps, out), a,
+                      weight, bias);
     *out = NULL;
     mp_tensor *devs[3] = {a, weight, bias};
     mp_status st = mp_check_same_device(devs, 3, a->storage->device, 0);

@@ -6,6 +6,7 @@
  * gets no gradient where it is below eps). */
 #include <math.h>
 
+#include "autocast.h"
 #include "ops.h"
 #include "backend.h"
 #include "rows.h"
@@ -101,6 +102,7 @@ static mp_status normalize_backward(mp_node *n, mp_tensor **gout, mp_tensor **gi
 
 mp_status mp_op_normalize(mp_tensor *a, double p, int64_t dim, double eps, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_NORMALIZE, mp_op_normalize(ac_[0], p, dim, eps, out), a);
     MP_HOST_ONLY("normalize", a);
     *out = NULL;
     int d;

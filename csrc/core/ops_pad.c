@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "chunk.h"
 #include "backend.h"
 #include "copy.h"
@@ -277,9 +278,24 @@ static mp_status pad_record(mp_tensor *a, const pad_spec *p, int npad, mp_tensor
     return MP_OK;
 }
 
+/* The autocast row of a pad: torch lists the reflection/replication kernels by dim count
+ * (k = npad / 2); constant and circular pads have none (-1). */
+static int pad_autocast_op(int mode, int k)
+{
+    static const int rows[2][3] = {
+        {MP_OP_REFLECTION_PAD1D, MP_OP_REFLECTION_PAD2D, MP_OP_REFLECTION_PAD3D},
+        {MP_OP_REPLICATION_PAD1D, MP_OP_REPLICATION_PAD2D, MP_OP_REPLICATION_PAD3D},
+    };
+    if ((mode != MP_PAD_REFLECT && mode != MP_PAD_REPLICATE) || k < 1 || k > 3)
+        return -1;
+    return rows[mode - MP_PAD_REFLECT][k - 1];
+}
+
 mp_status mp_op_pad(mp_tensor *a, const int64_t *pad, int npad, int mode, mp_scalar value,
                     mp_tensor **out)
 {
+    int ac = pad_autocast_op(mode, npad / 2);
+    MP_AUTOCAST_ENTRY_IF(ac >= 0, ac, mp_op_pad(ac_[0], pad, npad, mode, value, out), a);
     MP_HOST_ONLY("pad", a);
     pad_spec p;
     int64_t *tables[MP_MAX_DIMS];

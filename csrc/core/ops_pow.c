@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "chunk.h"
 #include "copy.h"
 #include "backend.h"
@@ -215,6 +216,7 @@ static mp_status pow_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_POW, mp_op_pow(ac_[0], ac_[1], out), a, b);
     mp_tensor *in[2] = {a, b}, *ex[2];
     int64_t shape[MP_MAX_DIMS];
     int nd;

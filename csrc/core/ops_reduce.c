@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "backend.h"
 #include "elementwise.h"
@@ -145,6 +146,7 @@ static mp_status sum_mean(int mean, mp_tensor *a, uint32_t mask, int keepdim, in
 
 mp_status mp_op_sum(mp_tensor *a, uint32_t dim_mask, int keepdim, int dtype, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY_IF(dtype < 0, MP_OP_SUM, mp_op_sum(ac_[0], dim_mask, keepdim, dtype, out), a);
     return sum_mean(0, a, dim_mask, keepdim, dtype, out);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "backend.h"
 #include "ops_attention.h"
@@ -174,6 +175,9 @@ static mp_status rms_forward(mp_tensor *a, int64_t rows, int64_t m, mp_tensor *w
 mp_status mp_op_rms_norm(mp_tensor *a, const int64_t *normalized_shape, int n,
                          mp_tensor *weight, int has_eps, double eps, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_RMS_NORM,
+                      mp_op_rms_norm(ac_[0], normalized_shape, n, ac_[1], has_eps, eps, out),
+                      a, weight);
     MP_HOST_ONLY("rms_norm", a, weight);
     *out = NULL;
     mp_status st = check_rms_norm(a, normalized_shape, n, weight);

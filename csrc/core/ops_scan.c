@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "backend.h"
 #include "ops.h"
@@ -111,6 +112,9 @@ static mp_status prod_rows(const mp_rowset *rs, mp_tensor *out)
 mp_status mp_op_prod(mp_tensor *a, int has_dim, int64_t dim, int keepdim, int dtype,
                      mp_tensor **out)
 {
+    /* CPU: fp32 for every call; CUDA: fp32_set_opt_dtype (calls without dtype= only) */
+    MP_AUTOCAST_ENTRY_IF(dtype < 0 || a->storage->device == MP_DEVICE_CPU, MP_OP_PROD,
+                         mp_op_prod(ac_[0], has_dim, dim, keepdim, dtype, out), a);
     MP_HOST_ONLY("prod", a);
     mp_dtype odt = scan_dtype(a, dtype);
     int d = 0;
@@ -271,6 +275,8 @@ static mp_status cumsum_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_cumsum(mp_tensor *a, int64_t dim, int dtype, int prod, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY_IF(dtype < 0, prod ? MP_OP_CUMPROD : MP_OP_CUMSUM,
+                         mp_op_cumsum(ac_[0], dim, dtype, prod, out), a);
     MP_HOST_ONLY("cumsum", a);
     mp_dtype odt = scan_dtype(a, dtype);
     int d;

@@ -4,9 +4,11 @@
  * Philox block (offset + i / 4), word i % 4, so the backward regenerates the same mask from
  * (seed, offset) instead of saving it. */
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "../cpu/dispatch.h"
 #include "backend.h"
 #include "copy.h"
@@ -167,14 +169,34 @@ static mp_status join(mp_tensor *const *ts, int n, int64_t dim, int stack, mp_te
     return st;
 }
 
+/* join under autocast: cat/stack take a list, so their entry casts it here (CPU promotes) */
+static mp_status join_entry(mp_tensor *const *ts, int n, int64_t dim, int stack,
+                            mp_tensor **out)
+{
+    if (!mp_autocast_active() || n <= 0)
+        return join(ts, n, dim, stack, out);
+    mp_tensor **in = calloc((size_t)n, sizeof *in);
+    if (!in)
+        return mp_error(MP_ERR_NOMEM, "%s: out of memory", stack ? "stack" : "cat");
+    mp_status st = mp_autocast_args(stack ? MP_OP_STACK : MP_OP_CAT, ts, n, in);
+    if (st == MP_OK) {
+        mp_autocast_exclude();
+        st = join(in, n, dim, stack, out);
+        mp_autocast_include();
+        mp_decref_all(in, n);
+    }
+    free(in);
+    return st;
+}
+
 mp_status mp_op_cat(mp_tensor *const *ts, int n, int64_t dim, mp_tensor **out)
 {
-    return join(ts, n, dim, 0, out);
+    return join_entry(ts, n, dim, 0, out);
 }
 
 mp_status mp_op_stack(mp_tensor *const *ts, int n, int64_t dim, mp_tensor **out)
 {
-    return join(ts, n, dim, 1, out);
+    return join_entry(ts, n, dim, 1, out);
 }
 
 /* ---- embedding ---- */

@@ -5,6 +5,7 @@
  * output has the input dtype. */
 #include <math.h>
 
+#include "autocast.h"
 #include "../cpu/dispatch.h"
 #include "backend.h"
 #include "ops.h"
@@ -68,6 +69,8 @@ static mp_status softmax_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 
 mp_status mp_op_softmax(mp_tensor *a, int64_t dim, int log, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(log ? MP_OP_LOG_SOFTMAX : MP_OP_SOFTMAX,
+                      mp_op_softmax(ac_[0], dim, log, out), a);
     *out = NULL;
     int d, log_form = log != 0;
     if (!mp_dtype_is_float(a->dtype))

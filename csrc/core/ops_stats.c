@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "autocast.h"
 #include "copy.h"
 #include "backend.h"
 #include "ops.h"
@@ -238,6 +239,7 @@ static mp_status lse_forward(mp_tensor *a, uint32_t mask, int keepdim, mp_tensor
 
 mp_status mp_op_logsumexp(mp_tensor *a, uint32_t dim_mask, int keepdim, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY(MP_OP_LOGSUMEXP, mp_op_logsumexp(ac_[0], dim_mask, keepdim, out), a);
     MP_HOST_ONLY("logsumexp", a);
     *out = NULL;
     mp_tensor *src = NULL;    /* integers are summed as float32, as torch */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "autocast.h"
 #include "../cpu/dispatch.h"
 #include "backend.h"
 #include "../shared/mp_math.h"
@@ -275,6 +276,7 @@ mp_status mp_op_unary(mp_unary_op op, mp_tensor *a, mp_tensor **out)
 {
     if ((int)op < 0 || op >= MP_UN_COUNT)
         return mp_error(MP_ERR_VALUE, "unknown unary op %d", (int)op);
+    MP_AUTOCAST_ENTRY(MP_OP_NEG + (int)op, mp_op_unary(op, ac_[0], out), a);
     mp_dtype dt;
     mp_status st = unary_dtype(op, a->dtype, &dt);
     if (st == MP_OK)

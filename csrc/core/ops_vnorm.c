@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "autocast.h"
 #include "elementwise.h"
 #include "backend.h"
 #include "ops.h"
@@ -185,6 +186,8 @@ static mp_status vnorm_forward(mp_tensor *a, double ord, uint32_t mask, int keep
 mp_status mp_op_vector_norm(mp_tensor *a, double ord, uint32_t dim_mask, int keepdim,
                             int dtype, mp_tensor **out)
 {
+    MP_AUTOCAST_ENTRY_IF(dtype < 0, MP_OP_LINALG_VECTOR_NORM,
+                         mp_op_vector_norm(ac_[0], ord, dim_mask, keepdim, dtype, out), a);
     MP_HOST_ONLY("vector_norm", a);
     mp_dtype odt = a->dtype;
     *out = NULL;
