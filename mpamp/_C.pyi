@@ -470,6 +470,8 @@ def _detected_isa(*args: Any, **kwargs: Any) -> Any:
     """Highest ISA level this CPU supports"""
 def _dropout(*args: Any, **kwargs: Any) -> Any:
     """_dropout(input, p, seed, offset) -> (output, philox blocks used)"""
+def _dtype_table(*args: Any, **kwargs: Any) -> Any:
+    """_dtype_table(): per dtype, {name, torch_name, storage, safetensors, spellings}"""
 def _embedding(*args: Any, **kwargs: Any) -> Any:
     """_embedding(weight, indices, padding_idx)"""
 def _empty(*args: Any, **kwargs: Any) -> Any:

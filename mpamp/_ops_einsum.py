@@ -16,8 +16,7 @@ from ._tensor import Tensor
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _ELL = "..."
-_TORCH_NAMES = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "bool": "Bool", "uint8": "Byte"}
+_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
 def _err(msg):

@@ -50,8 +50,7 @@ def _float_only(t, kernel):
                                   f"'{_TORCH_NAMES[_name(t.dtype)]}'")
 
 
-_TORCH_NAMES = {"int64": "Long", "bool": "Bool", "uint8": "Byte", "float32": "Float",
-                "float16": "Half", "bfloat16": "BFloat16"}
+_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
 # ---- in-place fills (Tensor methods) ----

@@ -233,9 +233,8 @@ class Tensor(_C.TensorBase):
         return (_rebuild, args)
 
 
-_TYPE_NAMES = {"float32": "FloatTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
-               "int64": "LongTensor", "bool": "BoolTensor", "uint8": "ByteTensor"}
-_DTYPE_STRINGS = {"fp32", "float32", "fp16", "float16", "half", "bf16", "bfloat16"}
+_TYPE_NAMES = {d["name"]: d["torch_name"] + "Tensor" for d in _C._dtype_table()}
+_DTYPE_STRINGS = {sp for d in _C._dtype_table() for sp in d["spellings"]}
 
 
 def _is_dtype_string(a):

@@ -90,3 +90,26 @@ def test_autocast_runs_once_at_the_core_entry():
         assert mpamp.softmax(x, 0, dtype=mpamp.float16).dtype == mpamp.float16
     loss.backward()
     assert w.grad.dtype == mpamp.float32 and w.grad.shape == (3, 8)
+
+
+def test_one_dtype_table():
+    """Every dtype spelling mpamp accepts or prints comes from the core's dtype table."""
+    table = _C._dtype_table()
+    assert [d["name"] for d in table] == ["float32", "float16", "bfloat16", "int64", "bool",
+                                          "uint8"]
+    for d in table:
+        dt = getattr(mpamp, d["name"])
+        assert repr(dt) == "mpamp." + d["name"]
+        assert mpamp.zeros(1, dtype=dt).type() == "mpamp." + d["torch_name"] + "Tensor"
+        for sp in d["spellings"]:
+            assert mpamp.zeros(1).to(sp).dtype is dt
+            if dt is mpamp.bfloat16:                   # autocast reads the same spellings
+                with mpamp.autocast("cpu", dtype=sp):
+                    assert mpamp.get_autocast_dtype("cpu") is dt
+    with pytest.raises(ValueError, match="'fp32', 'float32', 'fp16', 'float16', 'half', "
+                                         "'bf16', 'bfloat16'"):
+        mpamp.zeros(1, dtype="fp8")
+    from mpamp.serialization._common import DTYPES
+    assert {k: (v[0], v[2]) for k, v in DTYPES.items()} == \
+        {d["name"]: (d["storage"], d["safetensors"]) for d in table}
+

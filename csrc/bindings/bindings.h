@@ -46,6 +46,7 @@ int mp_errors_init(PyObject *module);
 
 /* backend.c: registers the GEMM buffers with the allocator's memory-pressure release. */
 int mp_memory_init(void);
+PyObject *mp_dtype_table(PyObject *m, PyObject *unused);   /* dtype.c: _C._dtype_table */
 int mp_op_table_init(PyObject *module);   /* op_table_bind.c: _C.op_ids; fails on a bad table */
 /* *row = the op-table row of the op id o when its kind is kind or kind2; else ValueError */
 int mp_op_arg(PyObject *o, int kind, int kind2, const char *fname, const mp_op_row **row);

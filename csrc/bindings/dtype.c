@@ -4,31 +4,19 @@
 
 #include <string.h>
 
+#include "../core/dtypes.h"
+
 typedef struct {
     PyObject_HEAD
     mp_dtype dtype;
 } MPDtype;
 
-static const char *const dtype_names[MP_DTYPE_COUNT] = {"float32", "float16", "bfloat16",
-                                                        "int64", "bool", "uint8"};
-
-static const struct {
-    const char *name;
-    mp_dtype dtype;
-} dtype_strings[] = {
-    {"fp32", MP_DTYPE_FLOAT32}, {"float32", MP_DTYPE_FLOAT32}, {"fp16", MP_DTYPE_FLOAT16},
-    {"float16", MP_DTYPE_FLOAT16}, {"half", MP_DTYPE_FLOAT16}, {"bf16", MP_DTYPE_BFLOAT16},
-    {"bfloat16", MP_DTYPE_BFLOAT16},
-};
-
 #define ACCEPTED "mpamp.float32, mpamp.float16, mpamp.bfloat16, mpamp.int64, mpamp.bool, " \
-                 "mpamp.uint8 or " \
-                 "one of the strings 'fp32', 'float32', 'fp16', 'float16', 'half', 'bf16', " \
-                 "'bfloat16'"
+                 "mpamp.uint8 or one of the strings "
 
 static PyObject *dtype_repr(PyObject *self)
 {
-    return PyUnicode_FromFormat("mpamp.%s", dtype_names[((MPDtype *)self)->dtype]);
+    return PyUnicode_FromFormat("mpamp.%s", mp_dtype_name(((MPDtype *)self)->dtype));
 }
 
 static PyObject *dtype_is_floating_point(PyObject *self, void *closure)
@@ -60,7 +48,7 @@ static PyObject *dtype_reduce(PyObject *self, PyObject *unused)
 {
     (void)unused;
     /* pickles by name: mpamp.float32 etc. are module attributes */
-    return PyUnicode_FromString(dtype_names[((MPDtype *)self)->dtype]);
+    return PyUnicode_FromString(mp_dtype_name(((MPDtype *)self)->dtype));
 }
 
 static PyGetSetDef dtype_getset[] = {
@@ -103,10 +91,40 @@ int mp_dtype_type_init(PyObject *module, mp_state *s)
             return -1;
         d->dtype = (mp_dtype)i;
         s->dtypes[i] = (PyObject *)d;
-        if (PyModule_AddObjectRef(module, dtype_names[i], (PyObject *)d) < 0)
+        if (PyModule_AddObjectRef(module, mp_dtype_name(i), (PyObject *)d) < 0)
             return -1;
     }
     return 0;
+}
+
+/* _dtype_table() -> list indexed by dtype of {name, torch_name, storage, safetensors,
+ * spellings}: what mpamp's Python reads instead of spelling dtypes itself */
+PyObject *mp_dtype_table(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    PyObject *list = PyList_New(MP_DTYPE_COUNT);
+    for (int dt = 0; list && dt < MP_DTYPE_COUNT; dt++) {
+        const mp_dtype_row *r = mp_dtype_info(dt);
+        PyObject *sp = PyTuple_New(0);
+        for (const char *const *p = r->spellings; sp && *p; p++) {
+            PyObject *str = PyUnicode_FromString(*p);
+            if (!str || _PyTuple_Resize(&sp, PyTuple_GET_SIZE(sp) + 1) < 0) {
+                Py_XDECREF(str);
+                Py_CLEAR(sp);
+                break;
+            }
+            PyTuple_SET_ITEM(sp, PyTuple_GET_SIZE(sp) - 1, str);
+        }
+        PyObject *row = sp ? Py_BuildValue("{s:s,s:s,s:s,s:s,s:N}", "name", r->name,
+                                           "torch_name", r->torch_name, "storage", r->storage,
+                                           "safetensors", r->safetensors, "spellings", sp)
+                           : NULL;
+        if (!row)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, dt, row);
+    }
+    return list;
 }
 
 int mp_parse_dtype(mp_state *s, PyObject *obj, mp_dtype dflt, mp_dtype *out)
@@ -123,16 +141,16 @@ int mp_parse_dtype(mp_state *s, PyObject *obj, mp_dtype dflt, mp_dtype *out)
         const char *str = PyUnicode_AsUTF8(obj);
         if (!str)
             return -1;
-        for (size_t i = 0; i < sizeof dtype_strings / sizeof dtype_strings[0]; i++) {
-            if (strcmp(str, dtype_strings[i].name) == 0) {
-                *out = dtype_strings[i].dtype;
-                return 0;
-            }
+        int dt = mp_dtype_from_string(str);
+        if (dt >= 0) {
+            *out = (mp_dtype)dt;
+            return 0;
         }
-        PyErr_Format(PyExc_ValueError, "unknown dtype %R: expected " ACCEPTED, obj);
+        PyErr_Format(PyExc_ValueError, "unknown dtype %R: expected " ACCEPTED "%s", obj,
+                     mp_dtype_spellings_text());
         return -1;
     }
-    PyErr_Format(PyExc_TypeError, "dtype must be " ACCEPTED ", not %.100s",
-                 Py_TYPE(obj)->tp_name);
+    PyErr_Format(PyExc_TypeError, "dtype must be " ACCEPTED "%s, not %.100s",
+                 mp_dtype_spellings_text(), Py_TYPE(obj)->tp_name);
     return -1;
 }

@@ -1,4 +1,5 @@
-/* op_table_bind.c - the core's op table (csrc/core/op_table.h) seen from Python: _C.op_ids
+/* op_table_bind.c - the core's op and dtype tables (csrc/core/op_table.h, dtypes.h) seen
+ * from Python: _C._dtype_table() (dtype.c builds it), _C.op_ids
  * (name -> id, what mpamp's Python passes to _C._binary, _C._compare, _C._logic and
  * _C._maximum) and _C._op_table() (one tuple per id, for tests and introspection). Import
  * fails when an id has no complete row. */
@@ -60,6 +61,8 @@ int mp_op_table_init(PyObject *module)
 }
 
 PyMethodDef mp_op_table_functions[] = {
+    {"_dtype_table", mp_dtype_table, METH_NOARGS,
+     "_dtype_table(): per dtype, {name, torch_name, storage, safetensors, spellings}"},
     {"_op_table", f_op_table, METH_NOARGS,
      "_op_table(): per op id, (name, kind, cpu policy, cuda policy, backward)"},
     {NULL, NULL, 0, NULL},

@@ -14,13 +14,12 @@
 
 #include "../cpu/gemm.h"
 #include "copy.h"
+#include "dtypes.h"
 #include "view.h"
 
 const char *mp_dtype_label(mp_dtype dt)
 {
-    static const char *const names[MP_DTYPE_COUNT] = {"float32", "float16", "bfloat16",
-                                                      "int64", "bool", "uint8"};
-    return (unsigned)dt < MP_DTYPE_COUNT ? names[dt] : "unknown";
+    return mp_dtype_name(dt);
 }
 
 /* How the GEMM reads t's last two dims: row-major (trans 0) or column-major (trans 1) with

@@ -12,15 +12,14 @@
 #include <string.h>
 
 #include "../cpu/index_kernels.h"
+#include "dtypes.h"
 #include "elementwise.h"
 #include "ops.h"
 #include "view.h"
 
 const char *mp_scalar_type_name(mp_dtype dt)
 {
-    static const char *const names[MP_DTYPE_COUNT] = {"Float", "Half", "BFloat16", "Long",
-                                                      "Bool", "Byte"};
-    return (unsigned)dt < MP_DTYPE_COUNT ? names[dt] : "Unknown";
+    return mp_dtype_torch_name(dt);
 }
 
 typedef struct {

@@ -12,19 +12,6 @@
 #include "copy.h"
 #include "view.h"
 
-const char *mp_dtype_torch_name(mp_dtype dt)
-{
-    switch (dt) {
-    case MP_DTYPE_FLOAT32: return "Float";
-    case MP_DTYPE_FLOAT16: return "Half";
-    case MP_DTYPE_BFLOAT16: return "BFloat16";
-    case MP_DTYPE_INT64: return "Long";
-    case MP_DTYPE_BOOL: return "Bool";
-    case MP_DTYPE_UINT8: return "Byte";
-    default: return "?";
-    }
-}
-
 double mp_sum_f32(const float *x, int64_t n)
 {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;

@@ -7,6 +7,7 @@
 #ifndef MP_ROWS_H
 #define MP_ROWS_H
 
+#include "dtypes.h"     /* mp_dtype_torch_name, for messages */
 #include "tensor.h"
 
 /* a with `dim` moved last, contiguous (new reference; a itself when already so). */
@@ -47,7 +48,5 @@ mp_status mp_rows_map_aux(mp_tensor *const *ins, int n_in, int dim, mp_dtype out
 double mp_sum_f32(const float *x, int64_t n);
 double mp_sum_sq_dev_f32(const float *x, int64_t n, double c);
 
-/* torch's name of a dtype in messages ("Float", "Half", "BFloat16", "Long", "Bool"). */
-const char *mp_dtype_torch_name(mp_dtype dt);
 
 #endif

@@ -10,8 +10,7 @@ from .._C import bfloat16, float16, float32
 
 _SUPPORTED = ("cpu", "cuda")
 _LOWER = (bfloat16, float16)
-_DTYPE_NAMES = {"fp16": float16, "float16": float16, "half": float16, "bf16": bfloat16,
-                "bfloat16": bfloat16, "fp32": float32, "float32": float32}
+_DTYPE_NAMES = {sp: getattr(_C, d["name"]) for d in _C._dtype_table() for sp in d["spellings"]}
 
 
 def _cuda_available():

@@ -17,8 +17,7 @@ from .._ops_reduce import _reduction
 __all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div", "one_hot", "pad",
            "normalize", "cosine_similarity", "leaky_relu", "leaky_relu_", "softplus"]
 
-_TORCH_NAMES = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "bool": "Bool", "uint8": "Byte"}
+_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
 def _tname(dtype):

@@ -16,15 +16,12 @@ import numpy as np
 
 from .. import _C
 
-# mpamp dtype name -> (torch storage class, NumPy dtype of the raw bytes, safetensors code)
-DTYPES = {
-    "float32": ("FloatStorage", np.dtype("<f4"), "F32"),
-    "float16": ("HalfStorage", np.dtype("<f2"), "F16"),
-    "bfloat16": ("BFloat16Storage", np.dtype("<u2"), "BF16"),
-    "int64": ("LongStorage", np.dtype("<i8"), "I64"),
-    "bool": ("BoolStorage", np.dtype("?"), "BOOL"),
-    "uint8": ("ByteStorage", np.dtype("u1"), "U8"),
-}
+# mpamp dtype name -> (torch storage class, NumPy dtype of the raw bytes, safetensors code):
+# names and codes from the core's dtype table; the raw NumPy layout is this module's own
+_RAW = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "int64": "<i8", "bool": "?",
+        "uint8": "u1"}
+DTYPES = {d["name"]: (d["storage"], np.dtype(_RAW[d["name"]]), d["safetensors"])
+          for d in _C._dtype_table()}
 
 
 def dtype_name(dtype):
