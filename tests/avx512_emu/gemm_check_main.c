@@ -31,6 +31,12 @@ static void fill_tables(void)
     mp_cpu_fill_avx2(&tables[MP_ISA_AVX2]);              /* the host has AVX2 + F16C */
     mp_cpu_fill_avx512(&tables[MP_ISA_AVX512]);          /* emulated (cast_avx512_emu.c) */
     mp_cpu_fill_avx512bf16(&tables[MP_ISA_AVX512BF16]);
+    /* the micro-kernels per level, as csrc/cpu/dispatch.c chooses them */
+    tables[MP_ISA_SCALAR].gemm_f32 = &mp_gemm_ukr_f32_scalar;
+    tables[MP_ISA_AVX2].gemm_f32 = &mp_gemm_ukr_f32_avx2;
+    tables[MP_ISA_AVX512].gemm_f32 = &mp_gemm_ukr_f32_avx512;
+    tables[MP_ISA_AVX512BF16].gemm_f32 = &mp_gemm_ukr_f32_avx512;
+    tables[MP_ISA_AVX512BF16].gemm_bf16 = &mp_gemm_ukr_bf16_avx512bf16;
 }
 
 const mp_cpu_kernels *mp_cpu_for_isa(mp_isa isa)
