@@ -1,6 +1,6 @@
 """Functional forms of masked_fill, tril and triu (mpamp.masked_fill, mpamp.tril, ...), with
 torch's signatures. The work and the Tensor methods (masked_fill, masked_fill_, tril, tril_,
-triu, triu_) are in C (csrc/core/ops_mask.c, csrc/bindings/ops_bind_attention.c)."""
+triu, triu_) are in C (csrc/core/ops/ops_mask.c, csrc/bindings/ops_bind_attention.c)."""
 from . import _C
 
 

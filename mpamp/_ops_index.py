@@ -1,7 +1,7 @@
 """Indexing ops with torch's names and signatures: gather, scatter(_), scatter_add(_),
 index_select, index_add(_), index_copy(_), index_fill(_), index_put(_), take_along_dim,
 masked_select, nonzero, argwhere, and their Tensor methods. The work (range checks included)
-is in C (_C._gather, _C._index_put, ...; csrc/core/ops_index.h); t[key] indexing itself is the
+is in C (_C._gather, _C._index_put, ...; csrc/core/ops/ops_index.h); t[key] indexing itself is the
 Tensor type's __getitem__/__setitem__ in C."""
 from . import _C
 from ._tensor import Tensor

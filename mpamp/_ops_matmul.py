@@ -1,6 +1,6 @@
 """Functional forms of the matrix products, joining, lookup, dropout, clamp and where
 (mpamp.mm, mpamp.cat, mpamp.dropout, ...), with torch's signatures. The work is in C
-(csrc/core/ops_matmul.c, ops_shape.c, ops_clamp.c); this module parses keyword arguments,
+(csrc/core/ops/ops_matmul.c, ops_shape.c, ops_clamp.c); this module parses keyword arguments,
 draws dropout's random stream from the default generator and attaches ``@`` to Tensor."""
 from . import _C
 from ._random import default_generator

@@ -1,6 +1,6 @@
 """Random ops beyond the factories: multinomial, randperm, bernoulli, normal and the in-place
 fills Tensor.normal_/uniform_/exponential_/bernoulli_/random_. Arguments are checked here (with
-torch's messages); the draws happen in C (csrc/core/random_dist.c) on the generator's Philox
+torch's messages); the draws happen in C (csrc/core/ops/random_dist.c) on the generator's Philox
 stream, so they are reproducible from manual_seed or generator=, but are not torch's numbers.
 """
 from . import _C

@@ -1,4 +1,4 @@
-"""Gradient hooks (csrc/core/autograd_hooks.c): Tensor.register_hook on leaves and non-leaves
+"""Gradient hooks (csrc/core/autograd/autograd_hooks.c): Tensor.register_hook on leaves and non-leaves
 (order, replacement, removal, torch's checks), retain_grad / retains_grad, and
 register_post_accumulate_grad_hook (once per leaf per backward, in the order gradients become
 ready), with the AccumulateGrad steal kept correct when hooks see or replace gradients."""

@@ -2,7 +2,7 @@
 
 csrc/cpu/cast_avx512.c is compiled after tests/avx512_emu/shim.h (cast_avx512_emu.c), which maps
 the AVX-512 intrinsics onto SIMDe's portable versions (the fp16 conversions onto the host's F16C),
-and checked against the scalar kernels by csrc/cpu/cast_check.c: every up-cast pattern, every
+and checked against the scalar kernels by csrc/testing/cast_check.c: every up-cast pattern, every
 16th chunk of 64Ki fp32 patterns for the down-casts (MPAMP_EMU_FULL=1: all 2^32), plus large
 arrays on the streaming-store path. This tests the kernels' logic (lanes, masks, tails,
 offsets, NaN fix-ups), not the silicon; on a machine with AVX-512, test_cast_kernels.py runs
@@ -17,7 +17,8 @@ from conftest import emulation_compiler
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMU = os.path.join(ROOT, "tests", "avx512_emu")
 SOURCES = [os.path.join(EMU, "check_main.c"), os.path.join(EMU, "cast_avx512_emu.c")] + [
-    os.path.join(ROOT, "csrc", "cpu", f) for f in ("cast_scalar.c", "cast_check.c")]
+    os.path.join(ROOT, "csrc", d, f) for d, f in (("cpu", "cast_scalar.c"),
+                                                  ("testing", "cast_check.c"))]
 
 
 

@@ -1,4 +1,4 @@
-"""In-place ops under autograd (csrc/core/inplace.c): gradients after in-place ops on
+"""In-place ops under autograd (csrc/core/autograd/inplace.c): gradients after in-place ops on
 activations and on views of activations, checked against the same computation done out of
 place and against torch (where installed); training with in-place modules; no leaks. The
 version counter and torch's refusals are in test_inplace_versions.py."""

@@ -1,4 +1,4 @@
-"""The version counter of in-place ops under autograd (csrc/core/inplace.c, autograd.c):
+"""The version counter of in-place ops under autograd (csrc/core/autograd/inplace.c, autograd.c):
 torch's _version rules, its "modified by an inplace operation" error (exact text, mpamp's
 type names), and torch's refusals: leaves that require grad and views of them while grad mode
 is on, views made under no_grad, destinations whose elements overlap."""

@@ -1,4 +1,4 @@
-"""The core's one op table (csrc/core/op_table.h): every id has a row, Python takes its op
+"""The core's one op table (csrc/core/ops/op_table.h): every id has a row, Python takes its op
 ids from it (_C.op_ids), the rows' names, policies and grad_fn names are the ones the ops
 use, and autocast runs once, at the core op entry."""
 import pytest

@@ -1,4 +1,4 @@
-"""The machine-limit probe _C._cpu_peak_gflops (csrc/cpu/peak.c): it returns a positive finite
+"""The machine-limit probe _C._cpu_peak_gflops (csrc/testing/peak.c): it returns a positive finite
 GFLOP/s where the active ISA level has the instruction, None where it does not, and rejects
 bad arguments with the accepted values in the message. No test asserts a speed: the numbers
 belong to benchmarks/ (bench_gemm.py, bench_train_step.py)."""

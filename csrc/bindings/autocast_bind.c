@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-#include "../core/autocast.h"
+#include "../core/amp/autocast.h"
 
 static int parse_device(PyObject *obj, mp_device *dev)
 {

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/autograd.h"
+#include "../core/autograd/autograd.h"
 
 /* ---- grad mode ---- */
 

@@ -5,8 +5,8 @@
  * bringing a stale view's grad_fn up to date before Python reads it. */
 #include "bindings.h"
 
-#include "../core/autograd_hooks.h"
-#include "../core/ops.h"
+#include "../core/autograd/autograd_hooks.h"
+#include "../core/ops/ops.h"
 
 int mp_tensor_sync(PyObject *self)
 {

@@ -8,7 +8,7 @@
 #include "../core/alloc.h"
 #include "../core/backend.h"
 #include "../shared/mp_cuda_api.h"
-#include "../cpu/cast_check.h"
+#include "../testing/cast_check.h"
 #include "../cpu/dispatch.h"
 #include "../cpu/gemm.h"
 #include "../cpu/parallel.h"

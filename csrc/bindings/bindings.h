@@ -9,8 +9,8 @@
 
 #include "../core/tensor.h"
 #include "../core/copy.h"
-#include "../core/ops.h"
-#include "../core/op_table.h"
+#include "../core/ops/ops.h"
+#include "../core/ops/op_table.h"
 
 /* Elements above which kernels run with the GIL released. */
 #define MP_NOGIL_NUMEL 32768

@@ -8,8 +8,8 @@
 #include "bindings.h"
 
 #include "../core/chunk.h"
-#include "../core/ops.h"
-#include "../core/ops_index.h"
+#include "../core/ops/ops.h"
+#include "../core/ops/ops_index.h"
 #include "../core/view.h"
 
 #define STATE(self) mp_state_of_type(Py_TYPE(self))

@@ -2,7 +2,7 @@
  * next_functions, repr. Holds a reference to the core node. */
 #include "bindings.h"
 
-#include "../core/autograd.h"
+#include "../core/autograd/autograd.h"
 
 typedef struct {
     PyObject_HEAD

@@ -1,11 +1,11 @@
-/* op_table_bind.c - the core's op and dtype tables (csrc/core/op_table.h, dtypes.h) seen
+/* op_table_bind.c - the core's op and dtype tables (csrc/core/ops/op_table.h, dtypes.h) seen
  * from Python: _C._dtype_table() (dtype.c builds it), _C.op_ids
  * (name -> id, what mpamp's Python passes to _C._binary, _C._compare, _C._logic and
  * _C._maximum) and _C._op_table() (one tuple per id, for tests and introspection). Import
  * fails when an id has no complete row. */
 #include "bindings.h"
 
-#include "../core/op_table.h"
+#include "../core/ops/op_table.h"
 
 static const char *const kind_names[] = {NULL, "binary", "compare", "logical", "bitwise",
                                          "extremum", "unary", "other", "python"};
@@ -40,7 +40,7 @@ int mp_op_table_init(PyObject *module)
     int bad = mp_op_table_check();
     if (bad >= 0) {
         PyErr_Format(PyExc_ImportError, "mpamp: op id %d has no complete row in "
-                     "csrc/core/op_table.c", bad);
+                     "csrc/core/ops/op_table.c", bad);
         return -1;
     }
     PyObject *ids = PyDict_New();

@@ -4,10 +4,10 @@
  * priority), as torch does. Other op groups bind in ops_bind_<group>.c. */
 #include "bindings.h"
 
-#include "../core/op_table.h"
+#include "../core/ops/op_table.h"
 #include "../core/chunk.h"
 #include "../core/elementwise.h"
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "../core/rows.h"
 
 /* A wrapped-number int64 scalar holding all 64 bits of v (not rounded through a double). */

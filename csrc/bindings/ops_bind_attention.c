@@ -1,5 +1,5 @@
 /* ops_bind_attention.c - Python entry points of the attention-and-masking ops
- * (csrc/core/ops_attention.h): Tensor methods masked_fill/_ and tril/triu/_ with torch's
+ * (csrc/core/ops/ops_attention.h): Tensor methods masked_fill/_ and tril/triu/_ with torch's
  * keywords, and the module functions _masked_fill, _triangle, _sdpa and _rms_norm that
  * mpamp/_ops_attention.py and mpamp/nn/_functional_attention.py wrap. (Autocast: in the core
  * entries.) In-place forms go through mp_check_inplace + mp_inplace_commit;
@@ -7,7 +7,7 @@
 #include "bindings.h"
 
 #include "../core/elementwise.h"
-#include "../core/ops_attention.h"
+#include "../core/ops/ops_attention.h"
 
 #define FAST (METH_FASTCALL | METH_KEYWORDS)
 #define FN(f) (PyCFunction)(void (*)(void))(f)

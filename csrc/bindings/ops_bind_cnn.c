@@ -1,4 +1,4 @@
-/* ops_bind_cnn.c - Python entry points of the CNN ops (csrc/core/ops_cnn.h): _C._conv,
+/* ops_bind_cnn.c - Python entry points of the CNN ops (csrc/core/ops/ops_cnn.h): _C._conv,
  * _C._max_pool, _C._avg_pool, _C._adaptive_avg_pool, _C._batch_norm, _C._group_norm, which
  * mpamp/nn/_functional_cnn.py wraps with torch's signatures. Here: int-or-tuple arguments
  * expanded to one value per spatial dim with torch's messages, padding strings, torch's
@@ -6,7 +6,7 @@
  * core entries apply autocast). */
 #include "bindings.h"
 
-#include "../core/ops_cnn.h"
+#include "../core/ops/ops_cnn.h"
 #include "../core/rows.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)

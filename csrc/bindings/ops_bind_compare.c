@@ -6,7 +6,7 @@
  * t == None is False, as torch) and a TypeError from a method or function. */
 #include "bindings.h"
 
-#include "../core/ops_compare.h"
+#include "../core/ops/ops_compare.h"
 #include "../core/view.h"
 
 #define STATE_OF(obj) mp_state_of_type(Py_TYPE(obj))

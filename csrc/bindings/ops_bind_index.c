@@ -1,4 +1,4 @@
-/* ops_bind_index.c - Python entry points of csrc/core/ops_index.h: positional _C functions
+/* ops_bind_index.c - Python entry points of csrc/core/ops/ops_index.h: positional _C functions
  * (_C._gather, _C._index_put, _C._index_add, ...) that mpamp/_ops_index.py and _ops_shape.py wrap
  * with torch's signatures, keywords and Tensor methods (split, flip, the factories:
  * ops_bind_split.c). In-place forms (inplace=1) check with
@@ -6,10 +6,10 @@
  * out-of-place index_put, scatter_add and index_copy apply their autocast rows. */
 #include "bindings.h"
 
-#include "../core/autocast.h"
+#include "../core/amp/autocast.h"
 #include "../core/elementwise.h"
-#include "../core/ops.h"
-#include "../core/ops_index.h"
+#include "../core/ops/ops.h"
+#include "../core/ops/ops_index.h"
 #include "../core/view.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)

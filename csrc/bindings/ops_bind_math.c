@@ -5,8 +5,8 @@
  * methods, in-place methods, the % and %= operators and the _C._remainder function. */
 #include "bindings.h"
 
-#include "../core/ops.h"
-#include "../core/ops_compare.h"
+#include "../core/ops/ops.h"
+#include "../core/ops/ops_compare.h"
 
 #define STATE_OF(obj) mp_state_of_type(Py_TYPE(obj))
 #define FN(f) (PyCFunction)(void (*)(void))(f)

@@ -1,11 +1,11 @@
 /* ops_bind_matmul.c - Python entry points of the matmul, shape and leftover pointwise ops of
- * csrc/core/ops.h: module functions (_C._mm, _C._cat, _C._dropout, ...; mpamp/_ops_matmul.py
+ * csrc/core/ops/ops.h: module functions (_C._mm, _C._cat, _C._dropout, ...; mpamp/_ops_matmul.py
  * adds torch's signatures and keyword arguments) and Tensor methods (t.mm, t.matmul, the
  * operands of @, t.clamp, t.clamp_, t.where). Autocast is applied by the core entries;
  * kernels on large operands run with the GIL released. */
 #include "bindings.h"
 
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "../core/rows.h"
 
 /* Runs `stmt` with the GIL released when `big` (the core never touches Python). */

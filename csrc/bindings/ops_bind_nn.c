@@ -1,12 +1,12 @@
 /* ops_bind_nn.c - Python entry points of the nn.functional ops of the lossoptim part
  * (smooth_l1/huber, binary_cross_entropy, kl_div, pad, one_hot, normalize, leaky_relu,
- * softplus; see csrc/core/ops.h): positional-only _C functions that mpamp/nn/_functional_extra.py
+ * softplus; see csrc/core/ops/ops.h): positional-only _C functions that mpamp/nn/_functional_extra.py
  * wraps with torch's signatures. Here: argument conversion (autocast: in the core entries) and the
  * GIL released around kernels on large inputs. */
 #include "bindings.h"
 
 #include "../core/elementwise.h"
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 #define STATE(m) mp_state_of_module(m)

@@ -1,12 +1,12 @@
 /* ops_bind_reduce.c - Python entry points of the reduce, softmax, layer_norm and loss ops (see
- * csrc/core/ops.h): positional-only _C functions that mpamp/_ops_reduce.py wraps with torch's
+ * csrc/core/ops/ops.h): positional-only _C functions that mpamp/_ops_reduce.py wraps with torch's
  * signatures, keywords and Tensor methods. Here: argument conversion (dims, dtypes, optional
  * tensors) with torch-like messages, and the GIL released around kernels on large inputs. */
 #include "bindings.h"
 
-#include "../core/autocast.h"
+#include "../core/amp/autocast.h"
 #include "../core/elementwise.h"
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "../core/view.h"
 
 /* st = call, without the GIL when the input is large (core functions never touch Python). */

@@ -1,12 +1,12 @@
 /* ops_bind_split.c - Python entry points of the shape ops and factories of
- * csrc/core/ops_index.h: _C._split, _C._unbind, _C._flip, _C._narrow, _C._linspace, _C._eye,
+ * csrc/core/ops/ops_index.h: _C._split, _C._unbind, _C._flip, _C._narrow, _C._linspace, _C._eye,
  * _C._repeat_index (positional; mpamp/_ops_shape.py adds torch's signatures and methods).
  * Argument checks that torch makes before any work (split sizes, narrow bounds) are here. */
 #include "bindings.h"
 
 #include "../core/elementwise.h"
-#include "../core/ops.h"
-#include "../core/ops_index.h"
+#include "../core/ops/ops.h"
+#include "../core/ops/ops_index.h"
 #include "../core/view.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)

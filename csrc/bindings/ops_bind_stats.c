@@ -1,11 +1,11 @@
 /* ops_bind_stats.c - Python entry points of min/argmin, amax/amin, maximum/minimum/fmax/fmin,
  * prod, var/std (+ _mean), logsumexp, vector_norm, cumsum/cumprod, sort and topk (see
- * csrc/core/ops.h): positional-only _C functions that mpamp/_ops_minmax.py, _ops_stats.py and
+ * csrc/core/ops/ops.h): positional-only _C functions that mpamp/_ops_minmax.py, _ops_stats.py and
  * _ops_sort.py wrap with torch's signatures. Autocast is applied by the core entries. */
 #include "reduce_args.h"
 
 #include "../core/elementwise.h"
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 #define STATE(m) mp_state_of_module(m)

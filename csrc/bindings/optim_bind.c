@@ -1,10 +1,10 @@
 /* optim_bind.c - Python entry points of the loss-scaler kernels and the fused optimizer steps
- * (SGD, Adam/AdamW, RMSprop, Adagrad, Adadelta; csrc/core/optim.h): positional-only private _C functions that mpamp/amp/grad_scaler.py and
+ * (SGD, Adam/AdamW, RMSprop, Adagrad, Adadelta; csrc/core/amp/optim.h): positional-only private _C functions that mpamp/amp/grad_scaler.py and
  * mpamp/optim call. Here: lists of tensors to arrays, optional tensors, the hyper-parameters,
  * and the GIL released when the group is large. No optimizer bookkeeping lives here. */
 #include "bindings.h"
 
-#include "../core/optim.h"
+#include "../core/amp/optim.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 

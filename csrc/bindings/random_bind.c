@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "../core/random.h"
 
 #define MSTATE(m) mp_state_of_module(m)

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "../core/autograd.h"
+#include "../core/autograd/autograd.h"
 
 static int same_shape(const mp_tensor *a, const mp_tensor *b)
 {

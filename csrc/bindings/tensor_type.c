@@ -7,7 +7,7 @@
 #include <string.h>
 #include <structmember.h>
 
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "../core/view.h"
 
 mp_state *mp_state_of_type(PyTypeObject *tp)

@@ -4,7 +4,7 @@
  * Validation and the view math are in core/view.c. */
 #include "bindings.h"
 
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "../core/view.h"
 
 #define STATE(self) mp_state_of_type(Py_TYPE(self))

@@ -6,8 +6,8 @@
 
 #include "alloc.h"
 #include "backend.h"
-#include "autograd.h"
-#include "autograd_hooks.h"
+#include "autograd/autograd.h"
+#include "autograd/autograd_hooks.h"
 
 mp_status mp_storage_new(size_t nbytes, mp_device device, mp_storage **out)
 {

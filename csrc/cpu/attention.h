@@ -3,7 +3,7 @@
  * keys (ATTN_BC), block products by the packed GEMM (gemm.h, one thread per call), an online
  * softmax in fp32, and a backward that recomputes the scores block by block from the saved
  * per-row logsumexp. Shapes, broadcasting and allocation are the core's business
- * (csrc/core/ops_attention.c): here a batch entry b has its own element offsets into q, k,
+ * (csrc/core/ops/ops_attention.c): here a batch entry b has its own element offsets into q, k,
  * v and the mask, rows of q/k/v have unit column stride, outputs are contiguous. */
 #ifndef MP_CPU_ATTENTION_H
 #define MP_CPU_ATTENTION_H

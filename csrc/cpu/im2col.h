@@ -3,7 +3,7 @@
  * adds such a matrix back into a contiguous fp32 image (the input gradient). Padding is an
  * index map per spatial dim (mp_conv_index_map: zeros, reflect, replicate or circular), so
  * every padding mode and asymmetric padding cost the same. No tensors, no errors here: the
- * caller (csrc/core/conv_run.c) owns shapes, buffers and threads. */
+ * caller (csrc/core/ops/conv_run.c) owns shapes, buffers and threads. */
 #ifndef MP_CPU_IM2COL_H
 #define MP_CPU_IM2COL_H
 

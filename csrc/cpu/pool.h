@@ -2,7 +2,7 @@
  * (with dilation; torch's int64 index of the chosen element in the flattened plane, NaN
  * propagating), average pooling (count_include_pad, divisor override) and adaptive average
  * pooling (torch's bins: floor(o*in/out) to ceil((o+1)*in/out)). 1-d pooling is a plane of
- * height 1. Window bounds come from the caller (csrc/core/ops_pool.c), which checks them;
+ * height 1. Window bounds come from the caller (csrc/core/ops/ops_pool.c), which checks them;
  * backward functions add into a zeroed gradient plane. */
 #ifndef MP_CPU_POOL_H
 #define MP_CPU_POOL_H

@@ -1,7 +1,7 @@
 /* mp_optim.h - one-element bodies of loss scaling and of the optimizer updates (SGD; Adam and
  * AdamW sharing one body with an L2-vs-decoupled flag; RMSprop, Adagrad, Adadelta), plus bf16
  * stochastic rounding.
- * Compiled by cc (csrc/core/optim.c, scaler.c) and nvcc; all math in fp32, following the
+ * Compiled by cc (csrc/core/amp/optim.c, scaler.c) and nvcc; all math in fp32, following the
  * order of operations of torch's single-tensor reference implementations.
  * No loops and no memory management here: the drivers walk tensors and call these. */
 #ifndef MP_OPTIM_H

@@ -1,7 +1,7 @@
 """scaled_dot_product_attention and rms_norm for mpamp.nn.functional (torch's signatures).
 
-Both are C ops (csrc/core/ops_attention.c with its fused kernel in csrc/cpu/attention*.c, and
-csrc/core/ops_rmsnorm.c); here only torch's keywords, the dropout stream (drawn from the
+Both are C ops (csrc/core/ops/ops_attention.c with its fused kernel in csrc/cpu/attention*.c, and
+csrc/core/ops/ops_rmsnorm.c); here only torch's keywords, the dropout stream (drawn from the
 default generator, so manual_seed reproduces it) and torch's NotImplementedError for integer
 rms_norm inputs.
 """

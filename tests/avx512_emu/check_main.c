@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/cast_check.h"
+#include "testing/cast_check.h"
 
 static const char *const kinds[MP_CAST_KIND_COUNT] = {"f32_to_f16", "f16_to_f32", "f32_to_bf16",
                                                        "bf16_to_f32"};
