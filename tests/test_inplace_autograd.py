@@ -466,3 +466,65 @@ def test_relu_inplace_keeps_no_extra_copy():
     assert stats()["in_use_bytes"] == before
     h.sum().backward()
     np.testing.assert_array_equal(x.grad.cpu().numpy(), (x.detach().cpu().numpy() > 0).astype(np.float32))
+
+
+# ---- overwrites: fills, random fills and copy_ end the old history with zeros ----
+
+OVERWRITES = [("fill_", (1.5,), "FillBackward2"), ("zero_", (), "ZeroBackward0"),
+              ("uniform_", (), "UniformBackward0"), ("normal_", (), "NormalBackward0"),
+              ("exponential_", (), "ExponentialBackward0"),
+              ("bernoulli_", (0.5,), "BernoulliBackward2"), ("random_", (0, 5), "RandomBackward0")]
+
+
+@pytest.mark.parametrize("op,args,node", OVERWRITES, ids=[o[0] for o in OVERWRITES])
+def test_an_overwritten_history_gets_zeros_as_torch(op, args, node):
+    """y = x * 2; y.<fill>_(); y.sum().backward() leaves x.grad zeros (not None), as torch's
+    zeros_like(grad) derivative does; an optimizer then sees a zero gradient, not a skip."""
+    x = mpamp.ones(3, requires_grad=True)
+    y = x * 2
+    getattr(y, op)(*args)
+    assert y.requires_grad and y.grad_fn.name() == node
+    y.sum().backward()
+    assert x.grad is not None and x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_copy_from_a_tensor_that_requires_grad():
+    x = mpamp.ones(3, requires_grad=True)
+    src = mpamp.ones(1, requires_grad=True)
+    y = x * 2
+    y.copy_(src.half())                  # broadcast and a cast: the source still gets its grad
+    assert y.grad_fn.name() == "CopyBackwards"
+    (y * mpamp.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0] and src.grad.tolist() == [6.0]
+    x2 = mpamp.ones(3, requires_grad=True)
+    y2 = x2 * 2
+    y2.copy_(mpamp.ones(3))               # a source without history
+    y2.sum().backward()
+    assert y2.grad_fn is not None and x2.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_an_in_place_op_that_reads_the_old_value_keeps_its_history():
+    x = mpamp.ones(3, requires_grad=True)
+    y = x * 2
+    y.add_(1.0)
+    assert y.grad_fn.name() == "AddBackward0"
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_overwrites_match_torch():
+    torch = pytest.importorskip("torch")
+    for op, args, _ in OVERWRITES + [("copy_", None, None)]:
+        grads = []
+        for lib in (mpamp, torch):
+            x = lib.ones(3, requires_grad=True)
+            y = x * 2
+            if op == "copy_":
+                src = lib.ones(3, requires_grad=True)
+                y.copy_(src)
+            else:
+                getattr(y, op)(*args)
+            y.sum().backward()
+            grads.append((type(y.grad_fn).__name__ if lib is torch else y.grad_fn.name(),
+                          x.grad.tolist()))
+        assert grads[0] == grads[1], op

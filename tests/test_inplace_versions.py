@@ -187,13 +187,23 @@ def test_copy_from_overlapping_source():
     np.testing.assert_array_equal(x.grad.numpy(), np.array([3, 2, 2, 0], np.float32))
 
 
-def test_whole_overwrite_with_a_constant_ends_the_old_history():
-    # torch still runs the overwritten history with zero gradients (and would refuse the
-    # stale sigmoid output there); mpamp stops at the overwrite: the gradient is the same 0
+def test_whole_overwrite_still_runs_the_old_history_with_zeros():
+    # as torch: the overwritten history gets zero gradients (ZeroBackward0), so it still runs,
+    # and here it refuses the sigmoid output that add_ modified after sigmoid saved it
     x = mpamp.randn(3, requires_grad=True)
     y = x.sigmoid()
     y.add_(1)
     y.zero_()
-    assert y.grad_fn.name() == "CopyBackwards" and y.requires_grad
+    assert y.grad_fn.name() == "ZeroBackward0" and y.requires_grad
+    with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient "
+                       r"computation has been modified by an inplace operation: "
+                       r"\[mpamp.FloatTensor \[3\]\], which is output 0 of Sigmoid, is at "
+                       r"version 2; expected version 0 instead"):
+        (y + x).sum().backward()
+    # without the stale save the old history simply receives zeros
+    x = mpamp.randn(3, requires_grad=True)
+    y = x * 3
+    y.add_(1)
+    y.zero_()
     (y + x).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.ones(3, np.float32))

@@ -315,35 +315,61 @@ static mp_status write_untracked(mp_tensor *a, mp_tensor *res)
     return st;
 }
 
-static mp_status identity_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+/* The old value was overwritten: its history gets zeros (torch's zeros_like(grad), so a
+ * parameter behind a filled tensor ends with a zero gradient, not None); a leaf source that
+ * requires grad (copy_) gets the gradient itself. */
+static mp_status overwrite_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 {
-    (void)n;
-    mp_tensor_incref(gin[0] = gout[0]);
-    return MP_OK;
+    mp_tensor *g = gout[0];
+    if (!g)
+        return MP_OK;
+    mp_status st = mp_tensor_empty(g->shape, g->ndim, g->dtype, g->storage->device, &gin[0]);
+    if (st == MP_OK && (st = mp_tensor_fill_(gin[0], (mp_scalar){0.0, 0, 1})) != MP_OK) {
+        mp_tensor_decref(gin[0]);
+        gin[0] = NULL;
+    }
+    if (st == MP_OK && n->n_inputs > 1)
+        mp_tensor_incref(gin[1] = g);
+    return st;
 }
 
-static mp_status no_grad_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
+/* torch's grad_fn of an in-place op that overwrites every element with values that carry no
+ * history of the old ones (op_name as the bindings give it) */
+static const char *overwrite_node_name(const char *op_name)
 {
-    (void)n, (void)gout, (void)gin;
-    return MP_OK;                  /* the old value was overwritten: it gets no gradient */
+    static const struct {
+        const char *op, *node;
+    } names[] = {{"fill_", "FillBackward2"}, {"zero_", "ZeroBackward0"},
+                 {"uniform_", "UniformBackward0"}, {"normal_", "NormalBackward0"},
+                 {"exponential_", "ExponentialBackward0"}, {"bernoulli_", "BernoulliBackward2"},
+                 {"random_", "RandomBackward0"}};
+    for (size_t i = 0; op_name && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(op_name, names[i].op) == 0)
+            return names[i].node;
+    return "CopyBackwards";
 }
 
-/* a (not a view) takes res's history; a result without one still cuts the old history */
-static mp_status rebase(mp_tensor *a, mp_tensor *res)
+/* a (not a view) takes res's history; an overwrite (or a result without history) ends the
+ * old history, which then receives zeros, as torch's CopyBackwards / FillBackward2 / ... */
+static mp_status rebase(mp_tensor *a, mp_tensor *res, const char *op_name)
 {
     mp_node *node;
     mp_status st = MP_OK;
-    if (res->grad_fn) {
+    /* copy_ and the fills overwrite a with values computed without its old history */
+    int overwrite = op_name && (strcmp(op_name, "copy_") == 0 ||
+                                strcmp(overwrite_node_name(op_name), "CopyBackwards") != 0);
+    if (res->grad_fn && !overwrite) {
         mp_node_incref(res->grad_fn);
         mp_node_decref(a->grad_fn);
         a->grad_fn = res->grad_fn;
         a->output_nr = res->output_nr;
         a->requires_grad = 1;
-    } else if (res->requires_grad) {
-        st = mp_autograd_record_always("CopyBackwards", identity_backward, &res, 1, &a, 1,
-                                       &node);
     } else {
-        st = mp_autograd_record_always("CopyBackwards", no_grad_backward, &a, 1, &a, 1, &node);
+        mp_tensor *ins[2] = {a, res};
+        st = mp_autograd_record_always(res->requires_grad ? "CopyBackwards"
+                                                          : overwrite_node_name(op_name),
+                                       overwrite_backward, ins, res->requires_grad ? 2 : 1,
+                                       &a, 1, &node);
     }
     return st == MP_OK ? mp_retain_follow(a) : st;
 }
@@ -391,7 +417,6 @@ static mp_status fit_result(mp_tensor *a, mp_tensor *res, mp_tensor **out)
 
 mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name)
 {
-    (void)op_name;
     uint64_t since = inplace_since ? inplace_since : UINT64_MAX;
     inplace_since = 0;
     mp_status st = shape_check(a, res);
@@ -413,7 +438,7 @@ mp_status mp_inplace_commit(mp_tensor *a, mp_tensor *res, const char *op_name)
     walk_op_nodes(val->grad_fn, since, &w);
     if ((st = protect_saved(&w, a)) == MP_OK && (st = write_bump(a, val)) == MP_OK) {
         retarget_saved(&w, val, a);
-        st = a->base ? copy_slices(a->base, a, val) : rebase(a, val);
+        st = a->base ? copy_slices(a->base, a, val) : rebase(a, val, op_name);
     }
     mp_tensor_decref(val);
     return st;
