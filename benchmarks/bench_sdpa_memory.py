@@ -6,8 +6,8 @@ Memory, not time, is measured (no timings: they mean little on a shared machine)
 are mpamp's caching allocator's bytes in use (every tensor, and the fused kernel's scratch):
 `peak` is the most in use at any moment of forward + backward, `saved` what the forward
 leaves alive for the backward (its output included), both above what was in use before
-(q, k, v and the mask). GEMM packing buffers (malloc'd by the GEMM, a few MiB, used by both
-variants alike) are not counted. Each variant runs in its own process.
+(q, k, v and the mask). GEMM packing buffers (a few MiB, from the same allocator since
+2026-12-03, used by both variants alike) are counted while a product runs. Each variant runs in its own process.
 
     python benchmarks/bench_sdpa_memory.py [--batch 8] [--heads 8] [--seq 1024] [--dim 64]
                                            [--dtype float32]

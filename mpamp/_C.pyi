@@ -502,10 +502,6 @@ def _gather(*args: Any, **kwargs: Any) -> Any:
     """_gather(t, dim, index, wrap_negative)"""
 def _gemm(*args: Any, **kwargs: Any) -> Any:
     """Test hook: the GEMM at one ISA level with an epilogue"""
-def _gemm_buffer_allocs(*args: Any, **kwargs: Any) -> Any:
-    """Packing buffers the GEMM has ever allocated (kept ones are reused)"""
-def _gemm_cached_bytes(*args: Any, **kwargs: Any) -> Any:
-    """Bytes the GEMM keeps in packing buffers for reuse"""
 def _gemm_kernel_name(*args: Any, **kwargs: Any) -> Any:
     """Micro-kernel used at an ISA level for these input dtypes"""
 def _get_autocast_dtype(*args: Any, **kwargs: Any) -> Any:

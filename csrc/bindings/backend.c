@@ -67,25 +67,15 @@ static PyObject *f_alloc_reset_peak(PyObject *m, PyObject *unused)
 
 int mp_memory_init(void)
 {
-    if (mp_alloc_register_cache("GEMM packing buffers", mp_gemm_cached_bytes,
-                                mp_gemm_release_buffers) < 0) {
-        PyErr_SetString(PyExc_SystemError, "mpamp: the allocator's cache table is full");
-        return -1;
-    }
-    mp_gemm_set_pressure_hook(mp_alloc_release_all);
+    /* the GEMM's packing buffers come from the caching allocator, as tensors do */
+    mp_gemm_set_allocator(mp_alloc, mp_free);
     return 0;
-}
-
-static PyObject *f_gemm_cached_bytes(PyObject *m, PyObject *unused)
-{
-    (void)m, (void)unused;
-    return PyLong_FromSize_t(mp_gemm_cached_bytes());
 }
 
 static PyObject *f_empty_cache(PyObject *m, PyObject *unused)
 {
     (void)m, (void)unused;
-    mp_alloc_release_all();
+    mp_alloc_empty_cache();
     Py_RETURN_NONE;
 }
 
@@ -379,8 +369,6 @@ PyMethodDef mp_misc_functions[] = {
     {"_alloc_reset_peak", f_alloc_reset_peak, METH_NOARGS,
      "Start a new peak: peak_in_use_bytes = in_use_bytes"},
     {"_empty_cache", f_empty_cache, METH_NOARGS, "Return cached blocks to the system"},
-    {"_gemm_cached_bytes", f_gemm_cached_bytes, METH_NOARGS,
-     "Bytes the GEMM keeps in packing buffers for reuse"},
     {"_set_cache_limit", f_set_cache_limit, METH_O, "Max bytes the allocator may cache"},
     {"_cuda_is_built", f_cuda_is_built, METH_NOARGS, "True when built with nvcc"},
     {"_cuda_device_count", f_cuda_device_count, METH_NOARGS, "Usable CUDA devices"},

@@ -2,8 +2,9 @@
  * Sizes round up to a class (64-byte steps up to 512 B, then four classes per power of two,
  * so at most 25% waste); a freed block goes onto its class's free list, threaded through the
  * block itself, until the cache limit is reached. One mutex guards the lists. Blocks of 4 MiB
- * and more are advised to use transparent huge pages. A failed system allocation releases
- * this cache and the registered ones (GEMM buffers), then retries once. */
+ * and more are advised to use transparent huge pages. The GEMM's packing buffers come
+ * from here too (cpu/gemm.c asks through mp_gemm_set_allocator). A failed system allocation
+ * releases the cache, then retries once. */
 #define _DEFAULT_SOURCE        /* madvise / MADV_HUGEPAGE under -std=c11 */
 #include "alloc.h"
 
@@ -25,13 +26,6 @@ static mp_alloc_stats mp_stats;
 static size_t mp_cache_limit;
 static int mp_cache_limit_set;
 
-typedef struct {
-    const char *name;
-    size_t (*held)(void);
-    void (*release)(void);
-} mp_cache_entry;
-static mp_cache_entry mp_caches[MP_ALLOC_MAX_CACHES];
-static int mp_ncaches;
 
 /* Class index and rounded size for n bytes; returns -1 when n is too large to represent. */
 static int size_class(size_t n, size_t *rounded)
@@ -101,46 +95,24 @@ static void format_bytes(char *buf, size_t cap, size_t n)
         snprintf(buf, cap, "%zu bytes (%.2f %s)", n, v, units[u]);
 }
 
-/* The registered caches (a copy: registration may race with a failing allocation). */
-static int registered_caches(mp_cache_entry *out)
-{
-    pthread_mutex_lock(&mp_alloc_lock);
-    int n = mp_ncaches;
-    for (int i = 0; i < n; i++)
-        out[i] = mp_caches[i];
-    pthread_mutex_unlock(&mp_alloc_lock);
-    return n;
-}
-
 /* The system refused `rounded` bytes: note what every cache holds, release them all, retry
  * once; on failure set a message naming the request and what was held. */
 static void *alloc_under_pressure(size_t nbytes, size_t rounded)
 {
-    mp_cache_entry caches[MP_ALLOC_MAX_CACHES];
-    int n = registered_caches(caches);
-    size_t held[MP_ALLOC_MAX_CACHES];
-    for (int i = 0; i < n; i++)
-        held[i] = caches[i].held();
     pthread_mutex_lock(&mp_alloc_lock);
     size_t own = mp_stats.cached_bytes, in_use = mp_stats.in_use_bytes;
     pthread_mutex_unlock(&mp_alloc_lock);
-    mp_alloc_release_all();
+    mp_alloc_empty_cache();
     void *p = aligned_alloc(MP_ALIGNMENT, rounded);
     if (p)
         return p;
-    char want[48], text[48], own_text[48], busy[48], others[256] = "";
+    char want[48], own_text[48], busy[48];
     format_bytes(want, sizeof want, nbytes);
     format_bytes(own_text, sizeof own_text, own);
     format_bytes(busy, sizeof busy, in_use);
-    size_t used = 0;
-    for (int i = 0; i < n && used < sizeof others; i++) {
-        format_bytes(text, sizeof text, held[i]);
-        used += (size_t)snprintf(others + used, sizeof others - used, ", %s %s",
-                                 caches[i].name, text);
-    }
-    mp_error(MP_ERR_NOMEM, "out of memory: failed to allocate %s, even after releasing every "
-             "cache and retrying; the caches held: tensor allocator %s%s; tensors in use: %s",
-             want, own_text, others, busy);
+    mp_error(MP_ERR_NOMEM, "out of memory: failed to allocate %s, even after releasing the "
+             "cache and retrying; the cache held %s (tensors and GEMM packing buffers); in "
+             "use: %s", want, own_text, busy);
     return NULL;
 }
 
@@ -224,32 +196,6 @@ void mp_alloc_empty_cache(void)
     }
     mp_stats.cached_bytes = 0;
     pthread_mutex_unlock(&mp_alloc_lock);
-}
-
-int mp_alloc_register_cache(const char *name, size_t (*held)(void), void (*release)(void))
-{
-    int rc = 0;
-    pthread_mutex_lock(&mp_alloc_lock);
-    int i = 0;
-    while (i < mp_ncaches && mp_caches[i].release != release)
-        i++;
-    if (i == mp_ncaches) {
-        if (mp_ncaches < MP_ALLOC_MAX_CACHES)
-            mp_caches[mp_ncaches++] = (mp_cache_entry){name, held, release};
-        else
-            rc = -1;
-    }
-    pthread_mutex_unlock(&mp_alloc_lock);
-    return rc;
-}
-
-void mp_alloc_release_all(void)
-{
-    mp_cache_entry caches[MP_ALLOC_MAX_CACHES];
-    int n = registered_caches(caches);
-    mp_alloc_empty_cache();
-    for (int i = 0; i < n; i++)
-        caches[i].release();
 }
 
 void mp_alloc_set_cache_limit(size_t bytes)

@@ -1,7 +1,7 @@
 /* alloc.h - the CPU caching allocator: 64-byte aligned blocks in size classes, freed blocks
  * kept for reuse so a steady training loop does no large malloc/munmap. Thread-safe.
- * Other caches of host memory (the GEMM's packing buffers) register here, so that an
- * allocation that fails releases every cache and is retried once before it gives up.
+ * The GEMM's packing buffers are allocated here as well, so one cache holds every reusable
+ * host block; an allocation that fails releases it and is retried once before it gives up.
  * CUDA memory is not handled here (cuda/). */
 #ifndef MP_ALLOC_H
 #define MP_ALLOC_H
@@ -10,8 +10,8 @@
 
 #define MP_ALIGNMENT 64
 
-/* Returns NULL (and sets an MP_ERR_NOMEM message naming the size and what the caches held)
- * when the allocation is impossible even after mp_alloc_release_all(). */
+/* Returns NULL (and sets an MP_ERR_NOMEM message naming the size and what the cache held)
+ * when the allocation is impossible even after emptying the cache. */
 void *mp_alloc(size_t nbytes);
 void mp_free(void *ptr, size_t nbytes);
 
@@ -29,13 +29,6 @@ void mp_alloc_get_stats(mp_alloc_stats *out);
 void mp_alloc_reset_peak(void);
 /* Returns every cached block to the system. */
 void mp_alloc_empty_cache(void);
-/* Registers another cache of host memory: held() says how many bytes it keeps, release()
- * frees them. Registering the same release function again does nothing; at most
- * MP_ALLOC_MAX_CACHES. Returns 0, or -1 when the table is full. */
-#define MP_ALLOC_MAX_CACHES 4
-int mp_alloc_register_cache(const char *name, size_t (*held)(void), void (*release)(void));
-/* Empties this allocator's cache and every registered one (memory pressure). */
-void mp_alloc_release_all(void);
 /* Largest number of bytes the cache may hold (default 1 GiB, env MPAMP_CACHE_LIMIT_MB). */
 void mp_alloc_set_cache_limit(size_t bytes);
 

@@ -44,104 +44,42 @@ static int64_t balanced(int64_t extent, int64_t max, int64_t align)
     return b < max ? b : max;
 }
 
-#define GEMM_CACHED_BUFFERS 4
-#define GEMM_CACHED_MAX_BYTES ((size_t)32 << 20)
-
 typedef enum { TARGET_C, TARGET_SCRATCH, TARGET_GROUP } target_kind;
 
 /* Packing buffers outlive a call: a training step runs the same products every step, and a
- * fresh multi-MiB block from malloc is a fresh mmap, page-faulted and zeroed each time. A few
- * blocks (one per thread of a product) are kept, each at most GEMM_CACHED_MAX_BYTES. */
-static struct {
-    pthread_mutex_t lock;
-    void *ptr[GEMM_CACHED_BUFFERS];
-    size_t size[GEMM_CACHED_BUFFERS];
-} buffers = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}};
-
-static uint64_t buffer_allocs;
-static void (*pressure_hook)(void);
-
-void mp_gemm_set_pressure_hook(void (*release_all)(void))
+ * fresh multi-MiB block from malloc is a fresh mmap, page-faulted and zeroed each time. They
+ * come from the allocator the core installs (its caching allocator, core/alloc.c, which keeps
+ * a freed block for the next product and releases every cache before it gives up); programs
+ * that link the GEMM alone get aligned_alloc/free. */
+static void *system_alloc(size_t nbytes)
 {
-    __atomic_store_n(&pressure_hook, release_all, __ATOMIC_RELEASE);
+    return aligned_alloc(64, (nbytes + 63) & ~(size_t)63);
 }
 
-size_t mp_gemm_cached_bytes(void)
+static void system_free(void *p, size_t nbytes)
 {
-    size_t total = 0;
-    pthread_mutex_lock(&buffers.lock);
-    for (int i = 0; i < GEMM_CACHED_BUFFERS; i++)
-        total += buffers.ptr[i] ? buffers.size[i] : 0;
-    pthread_mutex_unlock(&buffers.lock);
-    return total;
+    (void)nbytes;
+    free(p);
 }
 
-uint64_t mp_gemm_buffer_allocs(void)
+static void *(*buffer_alloc)(size_t) = system_alloc;
+static void (*buffer_free)(void *, size_t) = system_free;
+
+void mp_gemm_set_allocator(void *(*alloc)(size_t nbytes), void (*release)(void *p, size_t nbytes))
 {
-    return __atomic_load_n(&buffer_allocs, __ATOMIC_RELAXED);
+    buffer_alloc = alloc ? alloc : system_alloc;
+    buffer_free = alloc && release ? release : system_free;
 }
 
 static void *take_buffer(size_t bytes, size_t *got)
 {
-    void *p = NULL;
-    pthread_mutex_lock(&buffers.lock);
-    for (int i = 0; i < GEMM_CACHED_BUFFERS; i++)
-        if (buffers.ptr[i] && buffers.size[i] >= bytes) {
-            p = buffers.ptr[i], *got = buffers.size[i];
-            buffers.ptr[i] = NULL;
-            break;
-        }
-    pthread_mutex_unlock(&buffers.lock);
-    if (!p) {
-        p = aligned_alloc(64, bytes);
-        if (!p) {               /* hand back what every cache keeps and try once more */
-            void (*hook)(void) = __atomic_load_n(&pressure_hook, __ATOMIC_ACQUIRE);
-            if (hook)
-                hook();
-            else
-                mp_gemm_release_buffers();
-            p = aligned_alloc(64, bytes);
-        }
-        *got = bytes;
-        __atomic_add_fetch(&buffer_allocs, 1, __ATOMIC_RELAXED);
-    }
-    return p;
+    *got = bytes;
+    return buffer_alloc(bytes);
 }
 
 static void give_buffer(void *p, size_t size)
 {
-    void *drop = p;
-    pthread_mutex_lock(&buffers.lock);
-    if (size <= GEMM_CACHED_MAX_BYTES) {
-        int slot = -1;
-        for (int i = 0; i < GEMM_CACHED_BUFFERS && slot < 0; i++)
-            if (!buffers.ptr[i])
-                slot = i;
-        if (slot < 0) {                  /* all taken: replace the smallest, if smaller */
-            slot = 0;
-            for (int i = 1; i < GEMM_CACHED_BUFFERS; i++)
-                if (buffers.size[i] < buffers.size[slot])
-                    slot = i;
-            if (buffers.size[slot] >= size)
-                slot = -1;
-        }
-        if (slot >= 0) {
-            drop = buffers.ptr[slot];
-            buffers.ptr[slot] = p, buffers.size[slot] = size;
-        }
-    }
-    pthread_mutex_unlock(&buffers.lock);
-    free(drop);
-}
-
-void mp_gemm_release_buffers(void)
-{
-    pthread_mutex_lock(&buffers.lock);
-    for (int i = 0; i < GEMM_CACHED_BUFFERS; i++) {
-        free(buffers.ptr[i]);
-        buffers.ptr[i] = NULL, buffers.size[i] = 0;
-    }
-    pthread_mutex_unlock(&buffers.lock);
+    buffer_free(p, size);
 }
 
 typedef struct {

@@ -52,16 +52,11 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads);
 /* Name of the micro-kernel mp_gemm_at would use ("avx2 fp32 6x16", ...), for reports. */
 const char *mp_gemm_kernel_name(mp_isa isa, mp_dtype a_dtype, mp_dtype b_dtype);
 
-/* Packing buffers are kept between products (a few, one per thread of a product, at most
- * 32 MiB each). Counter of the blocks ever allocated for them (tests: a repeated product
- * allocates nothing), and a way to return the kept ones to the system. */
-uint64_t mp_gemm_buffer_allocs(void);
-void mp_gemm_release_buffers(void);
-/* Bytes the kept buffers hold now. */
-size_t mp_gemm_cached_bytes(void);
-/* What a failed buffer allocation calls before its one retry; default (NULL):
- * mp_gemm_release_buffers. The core installs one that releases every host cache. */
-void mp_gemm_set_pressure_hook(void (*release_all)(void));
+/* Where packing buffers larger than a stack block come from: the core installs its caching
+ * allocator (core/alloc.c) at import, so a repeated product reuses its blocks and memory
+ * pressure releases them with every other cache; NULL restores aligned_alloc/free. alloc
+ * returns NULL when no memory can be had (the product then fails with MP_ERR_NOMEM). */
+void mp_gemm_set_allocator(void *(*alloc)(size_t nbytes), void (*release)(void *p, size_t nbytes));
 
 /* Exact integer product with wrap-around (two's complement) arithmetic, as torch's int64 mm. */
 void mp_gemm_i64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, int64_t alpha,

@@ -97,15 +97,7 @@ static PyObject *f_gemm_kernel_name(PyObject *m, PyObject *args)
     return PyUnicode_FromString(mp_gemm_kernel_name((mp_isa)isa, a, b));
 }
 
-static PyObject *f_gemm_buffer_allocs(PyObject *m, PyObject *unused)
-{
-    (void)m, (void)unused;
-    return PyLong_FromUnsignedLongLong((unsigned long long)mp_gemm_buffer_allocs());
-}
-
 PyMethodDef mp_gemm_functions[] = {
-    {"_gemm_buffer_allocs", f_gemm_buffer_allocs, METH_NOARGS,
-     "Packing buffers the GEMM has ever allocated (kept ones are reused)"},
     {"_gemm", f_gemm, METH_VARARGS, "Test hook: the GEMM at one ISA level with an epilogue"},
     {"_gemm_kernel_name", f_gemm_kernel_name, METH_VARARGS,
      "Micro-kernel used at an ISA level for these input dtypes"},
