@@ -577,7 +577,7 @@ def _pad(*args: Any, **kwargs: Any) -> Any:
 def _parallel_probe(*args: Any, **kwargs: Any) -> Any:
     """Test hook: run one parallel region; (threads that ran ranges, items run, workers)"""
 def _pointwise_loss(*args: Any, **kwargs: Any) -> Any:
-    """_pointwise_loss(kind, input, target, reduction): mse (0) or l1 (1)"""
+    """_pointwise_loss(op, input, target, reduction): op the id (_C.op_ids) of mse_loss or l1_loss"""
 def _prod(*args: Any, **kwargs: Any) -> Any:
     """_prod(input, dim, keepdim, dtype)"""
 def _random_(*args: Any, **kwargs: Any) -> Any:
@@ -589,7 +589,7 @@ def _randperm(*args: Any, **kwargs: Any) -> Any:
 def _record_function(*args: Any, **kwargs: Any) -> Any:
     """Record a node whose backward is a Python callable"""
 def _reduce(*args: Any, **kwargs: Any) -> Any:
-    """_reduce(kind, input, dim, keepdim, dtype)"""
+    """_reduce(op, input, dim, keepdim, dtype): op the id (_C.op_ids) of sum or mean"""
 def _register(*args: Any, **kwargs: Any) -> Any:
     """Register the Python Tensor, Size and cpu device objects"""
 def _remainder(*args: Any, **kwargs: Any) -> Any:
@@ -621,7 +621,7 @@ def _set_grad_enabled(*args: Any, **kwargs: Any) -> Any:
 def _sim_kernel_on_host_pointer(*args: Any, **kwargs: Any) -> Any:
     """Test hook: hand a host pointer to a device kernel (fails on the simulated GPU)"""
 def _smooth_loss(*args: Any, **kwargs: Any) -> Any:
-    """_smooth_loss(kind, input, target, reduction, param): smooth_l1 (0, beta) or huber (1, delta)"""
+    """_smooth_loss(op, input, target, reduction, param): op the id (_C.op_ids) of smooth_l1_loss (beta) or huber_loss (delta)"""
 def _softmax(*args: Any, **kwargs: Any) -> Any:
     """_softmax(input, dim, log, dtype)"""
 def _softplus(*args: Any, **kwargs: Any) -> Any:

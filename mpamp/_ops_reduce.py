@@ -7,8 +7,8 @@ from . import _C
 from ._tensor import Tensor
 from .return_types import max as _MaxResult
 
-_SUM, _MEAN = 0, 1
-_MSE, _L1 = 0, 1
+_SUM, _MEAN = _C.op_ids["sum"], _C.op_ids["mean"]          # the core's op table
+_MSE, _L1 = _C.op_ids["mse_loss"], _C.op_ids["l1_loss"]
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 _new_tuple = tuple.__new__
 

@@ -125,7 +125,7 @@ def test_smooth_losses_special_cases():
     with pytest.raises(NotImplementedError, match="\"huber_cpu\" not implemented for 'Bool'"):
         F.huber_loss(mpamp.tensor([True]), mpamp.tensor([False]))
     with pytest.raises(RuntimeError, match="expected floating point input and target"):
-        mpamp._C._smooth_loss(0, i, i, 1, 1.0)
+        mpamp._C._smooth_loss(mpamp._C.op_ids["smooth_l1_loss"], i, i, 1, 1.0)
     with pytest.raises(RuntimeError, match="smooth_l1_loss does not support negative values "
                                            "for beta."):
         F.smooth_l1_loss(x, t, beta=-1)
@@ -136,7 +136,7 @@ def test_smooth_losses_special_cases():
     with pytest.raises(ValueError, match="foo is not a valid value for reduction"):
         F.smooth_l1_loss(x, t, reduction="foo")
     with pytest.raises(TypeError, match="argument 'target' .* must be Tensor, not float"):
-        mpamp._C._smooth_loss(1, x, 3.0, 1, 1.0)
+        mpamp._C._smooth_loss(mpamp._C.op_ids["huber_loss"], x, 3.0, 1, 1.0)
 
 
 def test_huber_weight_and_legacy_arguments(rng):
@@ -331,7 +331,7 @@ def test_kl_div_rules_warning_and_module(rng):
     with pytest.raises(ValueError, match="foo is not a valid value for reduction"):
         F.kl_div(a, b, reduction="foo")
     with pytest.raises(ValueError, match="3 is not a valid value for reduction"):
-        mpamp._C._smooth_loss(0, a, a, 3, 1.0)
+        mpamp._C._smooth_loss(mpamp._C.op_ids["smooth_l1_loss"], a, a, 3, 1.0)
 
 
 # ---- modules, autocast, backward twice ----

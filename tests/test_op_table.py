@@ -34,6 +34,16 @@ def test_python_takes_its_op_numbers_from_the_table():
     assert _C._maximum(ids["fmin"], x, mpamp.tensor([2.0, 2.0])).tolist() == [1.0, 2.0]
     with pytest.raises(ValueError, match=r"_binary: op .* is not add/sub/mul/div/pow"):
         _C._binary(ids["eq"], x, x, 1.0)
+    # the functions that serve two ops take one of their two ids
+    assert _C._reduce(ids["mean"], x, None, False, None).item() == 3.0
+    assert _C._pointwise_loss(ids["l1_loss"], x, x * 0, 2).item() == 6.0
+    assert _C._smooth_loss(ids["huber_loss"], x, x * 0, 2, 1.0).item() == 5.0
+    for fn, args, pair in ((_C._reduce, (x, None, False, None), "sum or mean"),
+                           (_C._pointwise_loss, (x, x, 1), "mse_loss or l1_loss"),
+                           (_C._smooth_loss, (x, x, 1, 1.0), "smooth_l1_loss or huber_loss")):
+        for bad in (ids["add"], 0.5, True, -1):
+            with pytest.raises(ValueError, match=f"is not the op id of {pair}"):
+                fn(bad, *args)
 
 
 def test_policies_are_the_rows():

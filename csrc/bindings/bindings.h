@@ -50,6 +50,8 @@ PyObject *mp_dtype_table(PyObject *m, PyObject *unused);   /* dtype.c: _C._dtype
 int mp_op_table_init(PyObject *module);   /* op_table_bind.c: _C.op_ids; fails on a bad table */
 /* *row = the op-table row of the op id o when its kind is kind or kind2; else ValueError */
 int mp_op_arg(PyObject *o, int kind, int kind2, const char *fname, const mp_op_row **row);
+/* 0 when o is the op id a, 1 when it is b; else ValueError and -1 */
+int mp_op_choice(PyObject *o, const char *fname, int a, int b);
 
 /* dtype.c */
 int mp_dtype_type_init(PyObject *module, mp_state *s);

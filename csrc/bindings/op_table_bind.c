@@ -82,3 +82,15 @@ int mp_op_arg(PyObject *o, int kind, int kind2, const char *fname, const mp_op_r
     *row = r;
     return 0;
 }
+
+int mp_op_choice(PyObject *o, const char *fname, int a, int b)
+{
+    long op = PyLong_Check(o) && !PyBool_Check(o) ? PyLong_AsLong(o) : -2;
+    if (op == -1 && PyErr_Occurred())
+        return -1;
+    if (op == a || op == b)
+        return op == b;
+    PyErr_Format(PyExc_ValueError, "%s: %R is not the op id of %s or %s (the ids are in "
+                 "_C.op_ids)", fname, o, mp_op_info(a)->name, mp_op_info(b)->name);
+    return -1;
+}

@@ -67,7 +67,8 @@ static PyObject *finish(mp_state *s, mp_status st, mp_tensor *out)
     return st == MP_OK ? mp_wrap(s, out) : mp_raise(st);
 }
 
-/* _smooth_loss(kind, input, target, reduction, param): kind 0 smooth_l1 (beta), 1 huber */
+/* _smooth_loss(op, input, target, reduction, param): op the id of smooth_l1_loss (param: beta)
+ * or huber_loss (delta) */
 static PyObject *f_smooth_loss(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
@@ -75,7 +76,7 @@ static PyObject *f_smooth_loss(PyObject *m, PyObject *const *args, Py_ssize_t na
     int kind, red;
     double b;
     if (nargs_is(nargs, 5, "_smooth_loss") < 0 ||
-        int_arg(args[0], "_smooth_loss", "kind", &kind) < 0)
+        (kind = mp_op_choice(args[0], "_smooth_loss", MP_OP_SMOOTH_L1_LOSS, MP_OP_HUBER_LOSS)) < 0)
         return NULL;
     const char *fname = kind ? "huber_loss" : "smooth_l1_loss";
     if (tensor_arg(s, args[1], fname, "input", 1, 0, &ts[0]) < 0 ||
@@ -221,8 +222,8 @@ static PyObject *f_softplus(PyObject *m, PyObject *const *args, Py_ssize_t nargs
 
 PyMethodDef mp_nn_functions[] = {
     {"_smooth_loss", FN(f_smooth_loss), METH_FASTCALL,
-     "_smooth_loss(kind, input, target, reduction, param): smooth_l1 (0, beta) or huber (1, "
-     "delta)"},
+     "_smooth_loss(op, input, target, reduction, param): op the id (_C.op_ids) of "
+     "smooth_l1_loss (beta) or huber_loss (delta)"},
     {"_binary_cross_entropy", FN(f_bce), METH_FASTCALL,
      "_binary_cross_entropy(input, target, weight, reduction)"},
     {"_kl_div", FN(f_kl_div), METH_FASTCALL,

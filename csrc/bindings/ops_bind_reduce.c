@@ -144,7 +144,8 @@ static PyObject *f_reduce(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     mp_tensor *a, *out = NULL;
     int kind, keepdim, dtype;
     uint32_t mask;
-    if (nargs_is(nargs, 5, "_reduce") < 0 || int_arg(args[0], "_reduce", "kind", &kind) < 0)
+    if (nargs_is(nargs, 5, "_reduce") < 0 ||
+        (kind = mp_op_choice(args[0], "_reduce", MP_OP_SUM, MP_OP_MEAN)) < 0)
         return NULL;
     const char *fname = kind ? "mean" : "sum";
     if (tensor_arg(s, args[1], fname, "input", 1, &a) < 0 ||
@@ -272,14 +273,14 @@ static PyObject *f_layer_norm(PyObject *m, PyObject *const *args, Py_ssize_t nar
 
 /* ---- losses; reduction arrives as 0 none, 1 mean, 2 sum (parsed in Python) ---- */
 
-/* _pointwise_loss(kind, input, target, reduction): kind 0 mse_loss, 1 l1_loss */
+/* _pointwise_loss(op, input, target, reduction): op the id of mse_loss or l1_loss */
 static PyObject *f_pointwise_loss(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = STATE(m);
     mp_tensor *x, *t, *out = NULL;
     int kind, red;
     if (nargs_is(nargs, 4, "_pointwise_loss") < 0 ||
-        int_arg(args[0], "_pointwise_loss", "kind", &kind) < 0)
+        (kind = mp_op_choice(args[0], "_pointwise_loss", MP_OP_MSE_LOSS, MP_OP_L1_LOSS)) < 0)
         return NULL;
     const char *fname = kind ? "l1_loss" : "mse_loss";
     if (tensor_arg(s, args[1], fname, "input", 1, &x) < 0 ||
@@ -342,14 +343,14 @@ static PyObject *f_bce_with_logits(PyObject *m, PyObject *const *args, Py_ssize_
 }
 
 PyMethodDef mp_reduce_functions[] = {
-    {"_reduce", FN(f_reduce), METH_FASTCALL, "_reduce(kind, input, dim, keepdim, dtype)"},
+    {"_reduce", FN(f_reduce), METH_FASTCALL, "_reduce(op, input, dim, keepdim, dtype): op the id (_C.op_ids) of sum or mean"},
     {"_max", FN(f_max), METH_FASTCALL, "_max(input, dim, keepdim)"},
     {"_argmax", FN(f_argmax), METH_FASTCALL, "_argmax(input, dim, keepdim)"},
     {"_softmax", FN(f_softmax), METH_FASTCALL, "_softmax(input, dim, log, dtype)"},
     {"_layer_norm", FN(f_layer_norm), METH_FASTCALL,
      "_layer_norm(input, normalized_shape, weight, bias, eps)"},
     {"_pointwise_loss", FN(f_pointwise_loss), METH_FASTCALL,
-     "_pointwise_loss(kind, input, target, reduction): mse (0) or l1 (1)"},
+     "_pointwise_loss(op, input, target, reduction): op the id (_C.op_ids) of mse_loss or l1_loss"},
     {"_nll_loss", FN(f_nll_loss), METH_FASTCALL,
      "_nll_loss(input, target, weight, ignore_index, reduction, label_smoothing, "
      "log_softmax)"},

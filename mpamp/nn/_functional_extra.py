@@ -17,6 +17,7 @@ from .._ops_reduce import _reduction
 __all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div", "one_hot", "pad",
            "normalize", "cosine_similarity", "leaky_relu", "leaky_relu_", "softplus"]
 
+_SMOOTH_L1, _HUBER = _C.op_ids["smooth_l1_loss"], _C.op_ids["huber_loss"]   # op table ids
 _TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
@@ -56,7 +57,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None,  # noqa: A002
     reduction = _legacy(size_average, reduce, reduction)
     red = _reduction(reduction)
     _check_float_pair("smooth_l1_cpu", input, target)
-    return _C._smooth_loss(0, input, target, red, float(beta))
+    return _C._smooth_loss(_SMOOTH_L1, input, target, red, float(beta))
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
@@ -64,10 +65,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
     _warn_size(input, target)
     _check_float_pair("huber_cpu", input, target)
     if weight is None:
-        return _C._smooth_loss(1, input, target, _reduction(reduction), float(delta))
+        return _C._smooth_loss(_HUBER, input, target, _reduction(reduction), float(delta))
     if weight.size() != input.size():
         raise ValueError("Weights and input must have the same size.")
-    loss = _C._smooth_loss(1, input, target, 0, float(delta)) * weight
+    loss = _C._smooth_loss(_HUBER, input, target, 0, float(delta)) * weight
     if reduction == "none":
         return loss
     if reduction == "sum":

@@ -146,7 +146,8 @@ static const mp_op_row rows[MP_OP_COUNT] = {
     OTHER(MP_OP_LAYER_NORM, "layer_norm", mp_op_layer_norm, N, F32, "NativeLayerNormBackward0"),
     OTHER(MP_OP_SOFTMAX, "softmax", mp_op_softmax, N, F32, "SoftmaxBackward0"),
     OTHER(MP_OP_LOG_SOFTMAX, "log_softmax", mp_op_softmax, N, F32, "LogSoftmaxBackward0"),
-    OTHER(MP_OP_SUM, "sum", mp_op_sum, N, F32, "SumBackward1"),
+    OTHER(MP_OP_SUM, "sum", mp_op_sum, N, F32, NULL),           /* SumBackward0 or 1 */
+    OTHER(MP_OP_MEAN, "mean", mp_op_mean, N, N, NULL),          /* in neither list */
     OTHER(MP_OP_CAT, "cat", mp_op_cat, PR, N, "CatBackward0"),
     OTHER(MP_OP_STACK, "stack", mp_op_stack, PR, N, "StackBackward0"),
     /* conv1d/conv2d are lower precision on both devices; group_norm fp32 on CUDA only;
