@@ -3,6 +3,7 @@ one and two threads, all input/output dtype pairs, transposes, and the fused epi
 beta, bias, ReLU/GELU, rounding to the output dtype), against a float64 product of the same
 rounded inputs with an error bound that grows with K. Shapes are chosen to miss every block
 size: 1 x N, N x 1, primes, K odd and past one KC slice."""
+import os
 import math
 
 import numpy as np
@@ -235,3 +236,36 @@ def test_repeated_products_reuse_the_packing_buffers(rng):
 
 
 _default_threads = mpamp.get_num_threads()
+
+
+def test_bf16_products_take_the_faster_kernel_and_the_override():
+    """On AVX512_BF16 CPUs bf16 x bf16 products use vdpbf16ps on AMD and the widening fp32
+    kernel on Intel (where vdpbf16ps runs at half the FMA rate); MPAMP_GEMM_BF16=dot|fp32
+    overrides it, and both give products within the bf16 rounding bound."""
+    import subprocess
+    import sys
+    script = (
+        "import numpy as np, mpamp\n"
+        "from mpamp import _C\n"
+        "rng = np.random.default_rng(0)\n"
+        "a = mpamp.tensor(rng.standard_normal((70, 300)).astype(np.float32)).bfloat16()\n"
+        "b = mpamp.tensor(rng.standard_normal((300, 90)).astype(np.float32)).bfloat16()\n"
+        "an, bn = a.float().numpy().astype(np.float64), b.float().numpy().astype(np.float64)\n"
+        "out = (a @ b).float().numpy()\n"
+        "bound = 2.0 ** -8 * (np.abs(an) @ np.abs(bn)) + 1e-6\n"
+        "assert (np.abs(out - an @ bn) <= bound).all()\n"
+        "print(_C._gemm_kernel_name(mpamp.backends.cpu.get_cpu_capability(), 'bf16', 'bf16'))\n")
+    names = {}
+    for mode in ("dot", "fp32", ""):
+        env = dict(os.environ, MPAMP_GEMM_BF16=mode)
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        names[mode] = run.stdout.strip()
+    if names["dot"].startswith("avx512bf16"):          # the CPU (and MPAMP_CPU_ISA) allow it
+        assert names["fp32"].startswith("avx512 fp32")
+        with open("/proc/cpuinfo") as f:
+            intel = "GenuineIntel" in f.read()
+        assert names[""] == (names["fp32"] if intel else names["dot"])
+    else:
+        assert names["dot"] == names["fp32"] == names[""]
