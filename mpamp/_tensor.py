@@ -247,7 +247,7 @@ _DEVICE_CODES = {"cpu": 0, "cuda": 1}
 def _check_device(dev, cuda_only=False):
     """A device argument parsed and checked against this process: cuda needs a device (or the
     simulator, MPAMP_CUDA_SIM=1), and only index 0 exists."""
-    d = _device(dev)
+    d = dev if type(dev) is _device else _device(dev)     # devices are immutable
     if cuda_only and d.type != "cuda":
         raise ValueError(f"Invalid device, must be cuda device, got {d}")
     if d.type == "cuda":

@@ -70,14 +70,29 @@ def _full(value, dtype, device):
     return mpamp.full((), value, dtype=dtype, device=device)
 
 
+def _combine_on(device, found_infs):
+    """The sum of found_inf tensors on device (one on that device already is returned as it
+    is: no copy, no add), or None when there are none."""
+    total = None
+    for f in found_infs:
+        f = f if f.device == device else f.to(device=device)
+        total = f if total is None else total + f
+    return total
+
+
 class _MultiDeviceReplicator:
     """Lazily serves copies of a master tensor per device."""
 
     def __init__(self, master_tensor):
         self.master = master_tensor
         self._per_device_tensors = {}
+        self._master_device = master_tensor.device
 
     def get(self, device):
+        if device is self._master_device or device == self._master_device:
+            retval = self.master         # the master's own device: no copy, no dict
+            self._per_device_tensors.setdefault(str(device), retval)
+            return retval
         key = str(device)
         retval = self._per_device_tensors.get(key)
         if retval is None:
@@ -255,9 +270,8 @@ class GradScaler:
             self._check_inf_per_device(optimizer)
         scaler = self._get_scale_async()
         assert scaler is not None
-        found_inf = sum(t.to(device=scaler.device)
-                        for t in optimizer_state["found_inf_per_device"].values())
-        if not hasattr(found_inf, "item"):   # no grads at all: nothing to skip on
+        found_inf = _combine_on(scaler.device, optimizer_state["found_inf_per_device"].values())
+        if found_inf is None:                # no grads at all: nothing to skip on
             import mpamp
             found_inf = _full(0.0, mpamp.float32, scaler.device)
         optimizer.grad_scale = (getattr(optimizer, "grad_scale", None)
@@ -295,13 +309,10 @@ class GradScaler:
                 assert new_scale.requires_grad is False, reason
                 self._scale.copy_(new_scale.reshape(()))
         else:
-            found_infs = [found_inf.to(device=_scale.device)
-                          for state in self._per_optimizer_states.values()
-                          for found_inf in state["found_inf_per_device"].values()]
-            assert len(found_infs) > 0, "No inf checks were recorded prior to update."
-            found_inf_combined = found_infs[0]
-            for f in found_infs[1:]:
-                found_inf_combined = found_inf_combined + f
+            found_inf_combined = _combine_on(
+                _scale.device, [found_inf for state in self._per_optimizer_states.values()
+                                for found_inf in state["found_inf_per_device"].values()])
+            assert found_inf_combined is not None, "No inf checks were recorded prior to update."
             _C._amp_update_scale_(_scale, _growth_tracker, found_inf_combined,
                                   float(self._growth_factor), float(self._backoff_factor),
                                   int(self._growth_interval))
