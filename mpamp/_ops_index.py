@@ -7,6 +7,8 @@ from . import _C
 from ._tensor import Tensor
 
 
+_DTYPE_INDEX = {getattr(_C, d["name"]): i for i, d in enumerate(_C._dtype_table())}
+
 def _tensor(x, fname, arg="input"):
     if not isinstance(x, _C.TensorBase):
         raise TypeError(f"{fname}(): argument '{arg}' must be Tensor, not {type(x).__name__}")
@@ -54,8 +56,7 @@ def take_along_dim(input, indices, dim=None):  # noqa: A002
     _tensor(input, "take_along_dim")
     _tensor(indices, "take_along_dim", "indices")
     if indices.dtype != _C.int64:
-        name = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16",
-                "bool": "Bool", "uint8": "Byte"}[repr(indices.dtype).split(".")[-1]]
+        name = _C._dtype_table()[_DTYPE_INDEX[indices.dtype]]["torch_name"]
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{name}")
     if dim is None:

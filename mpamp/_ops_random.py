@@ -7,8 +7,10 @@ from . import _C
 from ._random import default_generator
 from ._tensor import Tensor
 
-_LIMITS = {"float16": (2049, "Half"), "bfloat16": (257, "BFloat16"),
-           "float32": (2 ** 24 + 1, "Float")}
+# the largest n whose values the dtype holds exactly (2^mantissa + 1), with torch's name
+_LIMITS = {d["name"]: (2 ** bits + 1, d["torch_name"]) for d in _C._dtype_table()
+           for name, bits in (("float16", 11), ("bfloat16", 8), ("float32", 24))
+           if d["name"] == name}
 # random_() without 'to': torch's ranges ([0, 2^mantissa] for floats, the dtype's range else).
 _RANDOM_TO = {"float32": 2 ** 24 + 1, "float16": 2 ** 11 + 1, "bfloat16": 2 ** 8 + 1,
               "int64": 2 ** 63 - 1, "uint8": 256, "bool": 2}

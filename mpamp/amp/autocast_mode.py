@@ -23,9 +23,9 @@ def _dtype(dtype):
     if isinstance(dtype, str):
         if dtype in _DTYPE_NAMES:
             return _DTYPE_NAMES[dtype]
+        spellings = ", ".join(repr(sp) for sp in _DTYPE_NAMES if _DTYPE_NAMES[sp] in _LOWER)
         raise ValueError(f"unknown autocast dtype {dtype!r}: expected mpamp.float16, "
-                         f"mpamp.bfloat16 or one of the strings 'fp16', 'float16', 'half', "
-                         f"'bf16', 'bfloat16'")
+                         f"mpamp.bfloat16 or one of the strings {spellings}")
     raise TypeError(f"autocast dtype must be an mpamp.dtype or a string, got "
                     f"{type(dtype).__name__}")
 
