@@ -44,6 +44,8 @@ ISA_FLAGS = {
     "_avx512.c": ["-mavx2", "-mf16c", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl"],
     "_avx512bf16.c": ["-mavx2", "-mf16c", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl",
                       "-mavx512bf16"],
+    "_amx.c": ["-mavx2", "-mf16c", "-mfma", "-mavx512f", "-mavx512bw", "-mavx512vl",
+               "-mavx512bf16", "-mamx-tile", "-mamx-bf16"],
 }
 
 NVCC_HOST_FLAGS = ["-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing", "-Wall", "-Wextra",

@@ -188,7 +188,8 @@ def test_vector_kernels_agree_with_scalar(rng):
 def test_kernel_names():
     assert _C._gemm_kernel_name("scalar", "fp32", "fp32").startswith("scalar")
     for isa in ISAS:
-        assert isa.split("bf16")[0] in _C._gemm_kernel_name(isa, "bf16", "bf16")
+        name = _C._gemm_kernel_name(isa, "bf16", "bf16")
+        assert isa.split("bf16")[0] in name or (isa == "avx512bf16" and name.startswith("amx"))
 
 
 def test_hook_argument_errors():
@@ -239,33 +240,48 @@ _default_threads = mpamp.get_num_threads()
 
 
 def test_bf16_products_take_the_faster_kernel_and_the_override():
-    """On AVX512_BF16 CPUs bf16 x bf16 products use vdpbf16ps on AMD and the widening fp32
-    kernel on Intel (where vdpbf16ps runs at half the FMA rate); MPAMP_GEMM_BF16=dot|fp32
-    overrides it, and both give products within the bf16 rounding bound."""
+    """On AVX512_BF16 CPUs bf16 x bf16 products use AMX tiles where the process may (Intel
+    Xeons since Sapphire Rapids), else vdpbf16ps on AMD and the widening fp32 kernel on Intel
+    (where vdpbf16ps runs at half the FMA rate); MPAMP_GEMM_BF16=amx|dot|fp32 overrides it,
+    and every kernel gives products within the bf16 rounding bound, edges and transposes
+    included."""
     import subprocess
     import sys
     script = (
-        "import numpy as np, mpamp\n"
+        "import itertools, numpy as np, mpamp\n"
         "from mpamp import _C\n"
         "rng = np.random.default_rng(0)\n"
-        "a = mpamp.tensor(rng.standard_normal((70, 300)).astype(np.float32)).bfloat16()\n"
-        "b = mpamp.tensor(rng.standard_normal((300, 90)).astype(np.float32)).bfloat16()\n"
-        "an, bn = a.float().numpy().astype(np.float64), b.float().numpy().astype(np.float64)\n"
-        "out = (a @ b).float().numpy()\n"
-        "bound = 2.0 ** -8 * (np.abs(an) @ np.abs(bn)) + 1e-6\n"
-        "assert (np.abs(out - an @ bn) <= bound).all()\n"
+        "for (m, n, k), (ta, tb) in itertools.product(\n"
+        "        [(1, 1, 1), (33, 31, 17), (100, 70, 300), (200, 96, 513)],\n"
+        "        itertools.product([False, True], repeat=2)):\n"
+        "    a = mpamp.tensor(rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32))\n"
+        "    b = mpamp.tensor(rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32))\n"
+        "    a, b = a.bfloat16(), b.bfloat16()\n"
+        "    a, b = (a.t() if ta else a), (b.t() if tb else b)\n"
+        "    an, bn = a.float().numpy().astype(np.float64), b.float().numpy().astype(np.float64)\n"
+        "    bound = 2.0 ** -8 * (np.abs(an) @ np.abs(bn)) + 1e-6\n"
+        "    assert (np.abs((a @ b).float().numpy() - an @ bn) <= bound).all(), (m, n, k, ta, tb)\n"
+        "    # linear with a bias: the epilogue's path\n"
+        "    bias = mpamp.tensor(rng.standard_normal(n).astype(np.float32)).bfloat16()\n"
+        "    lin = mpamp.nn.functional.linear(a, b.t(), bias).float().numpy()\n"
+        "    want = an @ bn + bias.float().numpy()\n"
+        "    assert (np.abs(lin - want) <= bound + 2.0 ** -7 * np.abs(want)).all()\n"
         "print(_C._gemm_kernel_name(mpamp.backends.cpu.get_cpu_capability(), 'bf16', 'bf16'))\n")
     names = {}
-    for mode in ("dot", "fp32", ""):
+    for mode in ("amx", "dot", "fp32", ""):
         env = dict(os.environ, MPAMP_GEMM_BF16=mode)
         run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                             text=True, timeout=120)
+                             text=True, timeout=300)
         assert run.returncode == 0, run.stderr
         names[mode] = run.stdout.strip()
+    with open("/proc/cpuinfo") as f:
+        cpuinfo = f.read()
     if names["dot"].startswith("avx512bf16"):          # the CPU (and MPAMP_CPU_ISA) allow it
         assert names["fp32"].startswith("avx512 fp32")
-        with open("/proc/cpuinfo") as f:
-            intel = "GenuineIntel" in f.read()
-        assert names[""] == (names["fp32"] if intel else names["dot"])
+        if names["amx"].startswith("amx"):
+            assert names[""] == names["amx"]
+        else:
+            intel = "GenuineIntel" in cpuinfo
+            assert names[""] == (names["fp32"] if intel else names["dot"])
     else:
-        assert names["dot"] == names["fp32"] == names[""]
+        assert names["dot"] == names["fp32"] == names[""] == names["amx"]

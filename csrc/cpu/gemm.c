@@ -21,7 +21,7 @@
 
 #define GEMM_STACK_BYTES (40 * 1024)     /* small products pack on the stack: no malloc */
 #define GEMM_THREAD_MACS (1 << 21)       /* fewer multiply-adds than this: one thread */
-#define GEMM_MAX_TILE 512                /* MR * NR of the largest micro-kernel */
+#define GEMM_MAX_TILE 1024               /* MR * NR of the largest micro-kernel (AMX 32x32) */
 #define GEMM_GROUP_COLS 256              /* a multiple of every NR: see run_piece */
 #define GEMM_MAX_PIECES 64
 #ifndef GEMM_PIECES_PER_THREAD
@@ -245,11 +245,30 @@ static void blocking(const mp_gemm_ukr *u, int64_t m, int64_t n, int64_t k, int6
     *ncb = balanced(n, u->nc, u->nr);
 }
 
-/* Bytes of the packed panels of `rows` rows (width w) for kc-deep slices. */
-static size_t block_size(const mp_gemm_ukr *u, int w, int64_t rows, int64_t kc)
+/* The panel format and packer of operand A (is_a) or B: one format for both, unless the
+ * micro-kernel reads A in its own (AMX: rows of A, pairs of B). */
+static mp_panel_format op_format(const mp_gemm_ukr *u, int is_a)
 {
-    return ROUND_UP((size_t)(ROUND_UP(rows, w) / w * mp_gemm_panel_elems(u->format, w, kc)) *
-                    mp_gemm_panel_elem_size(u->format), 64);
+    return is_a && u->split_formats ? u->a_format : u->format;
+}
+
+static mp_gemm_pack_fn op_pack(const mp_gemm_ukr *u, int is_a)
+{
+    mp_gemm_pack_fn p = is_a && u->split_formats ? u->a_pack : u->pack;
+    return p ? p : mp_gemm_pack;
+}
+
+/* Bytes of one panel of width w, kc deep, of operand A (is_a) or B. */
+static size_t panel_bytes(const mp_gemm_ukr *u, int is_a, int w, int64_t kc)
+{
+    mp_panel_format f = op_format(u, is_a);
+    return (size_t)mp_gemm_panel_elems(f, w, kc) * mp_gemm_panel_elem_size(f);
+}
+
+/* Bytes of the packed panels of `rows` rows (width w) for kc-deep slices. */
+static size_t block_size(const mp_gemm_ukr *u, int is_a, int w, int64_t rows, int64_t kc)
+{
+    return ROUND_UP((size_t)(ROUND_UP(rows, w) / w) * panel_bytes(u, is_a, w, kc), 64);
 }
 
 #define GEMM_SUB_PANELS 4                /* panels per sub-block of a shared block */
@@ -269,21 +288,22 @@ static void cpu_relax(int *spins)
  * block split its packing between them; one alone packs it all; a thread only ever waits for
  * a sub-block another thread is packing at that moment, so there is no deadlock, and the
  * panels are the same whoever packs them. */
-static void pack_shared(const plan *pl, const mp_pack_src *s, int w, int64_t r0, int64_t rows,
+static void pack_shared(const plan *pl, int is_a, int w, int64_t r0, int64_t rows,
                         int64_t k0, int64_t kc, char *dst, int *ready)
 {
     const mp_gemm_ukr *u = pl->u;
-    mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
+    const mp_pack_src *s = is_a ? &pl->sa : &pl->sb;
+    mp_gemm_pack_fn pack = op_pack(u, is_a);
+    mp_panel_format fmt = op_format(u, is_a);
     int64_t sub_rows = (int64_t)GEMM_SUB_PANELS * w, nsub = (rows + sub_rows - 1) / sub_rows;
-    size_t panel = (size_t)mp_gemm_panel_elems(u->format, w, kc) *
-                   mp_gemm_panel_elem_size(u->format);
+    size_t panel = panel_bytes(u, is_a, w, kc);
     for (int64_t q = 0; q < nsub; q++) {
         int free_state = 0;
         if (__atomic_load_n(&ready[q], __ATOMIC_RELAXED) == 0 &&
             __atomic_compare_exchange_n(&ready[q], &free_state, 1, 0, __ATOMIC_ACQUIRE,
                                         __ATOMIC_RELAXED)) {
             int64_t r = q * sub_rows;
-            pack(s, u->format, w, r0 + r, MIN(sub_rows, rows - r), k0, kc,
+            pack(s, fmt, w, r0 + r, MIN(sub_rows, rows - r), k0, kc,
                  dst + (size_t)(r / w) * panel);
             __atomic_store_n(&ready[q], 2, __ATOMIC_RELEASE);
         }
@@ -302,12 +322,11 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     const mp_gemm_ukr *u = pl->u;
     int64_t m = i1 - i0, n = j1 - j0, k = g->k;
     int mr = u->mr, nr = u->nr;
-    size_t esz = mp_gemm_panel_elem_size(u->format);
     int64_t kcb, mcb, ncb;
     blocking(u, m, n, k, &kcb, &mcb, &ncb);
     int share_a = pl->shared && !pl->split_rows, share_b = pl->shared && pl->split_rows;
-    size_t abytes = share_a ? 0 : block_size(u, mr, mcb, kcb);
-    size_t bbytes = share_b ? 0 : block_size(u, nr, ncb, kcb);
+    size_t abytes = share_a ? 0 : block_size(u, 1, mr, mcb, kcb);
+    size_t bbytes = share_b ? 0 : block_size(u, 0, nr, ncb, kcb);
     target_kind tk = TARGET_GROUP;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
         tk = TARGET_C;                      /* fp32 C holds the partial sums itself */
@@ -338,31 +357,30 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     float *scratch = (float *)(buf + abytes + bbytes);      /* or the one group */
     _Alignas(64) float edge[GEMM_MAX_TILE];
     float *cf = (float *)g->c;
-    mp_gemm_pack_fn pack = u->pack ? u->pack : mp_gemm_pack;
+    mp_gemm_pack_fn pack_a = op_pack(u, 1), pack_b = op_pack(u, 0);
+    mp_panel_format fmt_a = op_format(u, 1), fmt_b = op_format(u, 0);
     int64_t blocks_m = (m + mcb - 1) / mcb;
     for (int64_t jc = 0; jc < n; jc += ncb) {
         int64_t nc = MIN(ncb, n - jc);
         for (int64_t pc = 0; pc < k; pc += kcb) {
             int64_t kc = MIN(kcb, k - pc);
             int last = pc + kc == k;
-            int64_t as = mp_gemm_panel_elems(u->format, mr, kc) * (int64_t)esz;
-            int64_t bs = mp_gemm_panel_elems(u->format, nr, kc) * (int64_t)esz;
+            int64_t as = (int64_t)panel_bytes(u, 1, mr, kc), bs = (int64_t)panel_bytes(u, 0, nr, kc);
             if (share_b) {                  /* block (jc, pc) of the whole B */
                 int64_t b = jc / ncb * pl->blocks_k + pc / kcb;
                 bp = pl->shared + (size_t)b * pl->block_bytes;
-                pack_shared(pl, &pl->sb, nr, j0 + jc, nc, pc, kc, bp, pl->ready + b * pl->subs);
+                pack_shared(pl, 0, nr, j0 + jc, nc, pc, kc, bp, pl->ready + b * pl->subs);
             } else {
-                pack(&pl->sb, u->format, nr, j0 + jc, nc, pc, kc, bp);
+                pack_b(&pl->sb, fmt_b, nr, j0 + jc, nc, pc, kc, bp);
             }
             for (int64_t ic = 0; ic < m; ic += mcb) {
                 int64_t mc = MIN(mcb, m - ic);
                 if (share_a) {              /* block (pc, ic) of the whole A */
                     int64_t b = pc / kcb * blocks_m + ic / mcb;
                     ap = pl->shared + (size_t)b * pl->block_bytes;
-                    pack_shared(pl, &pl->sa, mr, i0 + ic, mc, pc, kc, ap,
-                                pl->ready + b * pl->subs);
+                    pack_shared(pl, 1, mr, i0 + ic, mc, pc, kc, ap, pl->ready + b * pl->subs);
                 } else {
-                    pack(&pl->sa, u->format, mr, i0 + ic, mc, pc, kc, ap);
+                    pack_a(&pl->sa, fmt_a, mr, i0 + ic, mc, pc, kc, ap);
                 }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     int64_t cols = MIN(nr, nc - jr), gj = j0 + jc + jr, g0 = jr / gw * gw;
@@ -440,7 +458,7 @@ static void share_operand(plan *pl, size_t *size)
     int64_t rows = pl->split_rows ? ncb : mcb, extent = pl->split_rows ? g->n : g->m;
     int64_t blocks_k = (g->k + kcb - 1) / kcb, blocks = blocks_k * ((extent + rows - 1) / rows);
     int64_t sub_rows = (int64_t)GEMM_SUB_PANELS * w;
-    size_t block = block_size(u, w, rows, kcb);
+    size_t block = block_size(u, !pl->split_rows, w, rows, kcb);
     if ((double)block * (double)blocks > (double)GEMM_SHARED_MAX_BYTES)
         return;
     pl->subs = (rows + sub_rows - 1) / sub_rows;

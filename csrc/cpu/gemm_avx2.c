@@ -63,4 +63,5 @@ static void kernel_6x16(int64_t kc, const void *ap, const void *bp, float *c, in
  * OpenBLAS at 2048^3); MC 144: an A block (216 KiB) in the 512 KiB L2; NC 4080: a packed B
  * slice (6 MiB) in L3. */
 const mp_gemm_ukr mp_gemm_ukr_f32_avx2 = {"avx2 fp32 6x16", MR, NR, 384, 144, 4080,
-                                          MP_PANEL_F32, kernel_6x16, mp_gemm_pack_avx2};
+                                          MP_PANEL_F32, kernel_6x16, mp_gemm_pack_avx2,
+                                          0, MP_PANEL_F32, NULL};

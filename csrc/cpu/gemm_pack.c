@@ -10,12 +10,17 @@
 
 int64_t mp_gemm_panel_elems(mp_panel_format fmt, int w, int64_t kc)
 {
-    return fmt == MP_PANEL_BF16_PAIRS ? (int64_t)w * ((kc + 1) & ~(int64_t)1) : (int64_t)w * kc;
+    switch (fmt) {
+    case MP_PANEL_BF16_PAIRS: return (int64_t)w * ((kc + 1) & ~(int64_t)1);
+    case MP_PANEL_BF16_PAIRS32:
+    case MP_PANEL_BF16_ROWS32: return (int64_t)w * ((kc + 31) & ~(int64_t)31);
+    default: return (int64_t)w * kc;
+    }
 }
 
 size_t mp_gemm_panel_elem_size(mp_panel_format fmt)
 {
-    return fmt == MP_PANEL_BF16_PAIRS ? 2 : 4;
+    return fmt == MP_PANEL_F32 ? 4 : 2;
 }
 
 /* n contiguous source elements starting at element offset off -> fp32. */
@@ -80,15 +85,51 @@ static void pack_pairs_panel(const mp_pack_src *s, int w, int64_t r0, int64_t ro
     }
 }
 
+/* One rows32 panel: (k chunk c, row r, k % 32) -> dst[(c * w + r) * 32 + k % 32]. */
+static void pack_rows32_panel(const mp_pack_src *s, int w, int64_t r0, int64_t rows, int64_t k0,
+                              int64_t kc, uint16_t *restrict dst)
+{
+    const uint16_t *src = (const uint16_t *)s->base;
+    int64_t chunks = (kc + 31) / 32;
+    for (int64_t c = 0; c < chunks; c++)
+        for (int64_t r = 0; r < w; r++) {
+            uint16_t *out = dst + (c * w + r) * 32;
+            int64_t n = r < rows ? (kc - c * 32 < 32 ? kc - c * 32 : 32) : 0;
+            const uint16_t *in = src + (r0 + r) * s->rs + (k0 + c * 32) * s->ks;
+            if (s->ks == 1 && n > 0)
+                memcpy(out, in, sizeof *out * (size_t)n);
+            else
+                for (int64_t q = 0; q < n; q++)
+                    out[q] = in[q * s->ks];
+            for (int64_t q = n; q < 32; q++)
+                out[q] = 0;
+        }
+}
+
+/* The pairs of one panel, then zero k pairs up to the next multiple of 32 k. */
+void mp_gemm_pad_pairs32(int w, int64_t kc, uint16_t *panel)
+{
+    int64_t have = (int64_t)w * ((kc + 1) & ~(int64_t)1), want = mp_gemm_panel_elems(
+        MP_PANEL_BF16_PAIRS32, w, kc);
+    memset(panel + have, 0, sizeof *panel * (size_t)(want - have));
+}
+
 void mp_gemm_pack(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
                   int64_t rows, int64_t k0, int64_t kc, void *dst)
 {
     int64_t step = mp_gemm_panel_elems(fmt, w, kc);
     for (int64_t i = 0; i < rows; i += w) {
         int64_t n = rows - i < w ? rows - i : w;
-        if (fmt == MP_PANEL_BF16_PAIRS)
-            pack_pairs_panel(s, w, r0 + i, n, k0, kc, (uint16_t *)dst + (i / w) * step);
-        else
+        uint16_t *d16 = (uint16_t *)dst + (i / w) * step;
+        if (fmt == MP_PANEL_BF16_PAIRS) {
+            pack_pairs_panel(s, w, r0 + i, n, k0, kc, d16);
+        } else if (fmt == MP_PANEL_BF16_PAIRS32) {
+            pack_pairs_panel(s, w, r0 + i, n, k0, kc, d16);
+            mp_gemm_pad_pairs32(w, kc, d16);
+        } else if (fmt == MP_PANEL_BF16_ROWS32) {
+            pack_rows32_panel(s, w, r0 + i, n, k0, kc, d16);
+        } else {
             pack_f32_panel(s, w, r0 + i, n, k0, kc, (float *)dst + (i / w) * step);
+        }
     }
 }

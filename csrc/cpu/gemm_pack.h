@@ -17,7 +17,8 @@ typedef struct mp_pack_src {
 } mp_pack_src;
 
 /* Panels of width w for rows [r0, r0 + rows) and k in [k0, k0 + kc): ceil(rows / w) panels,
- * each kc (fp32) or 2 * ceil(kc / 2) (bf16 pairs) deep. bf16 pairs need a bfloat16 source. */
+ * each kc (fp32), 2 * ceil(kc / 2) (bf16 pairs) or 32 * ceil(kc / 32) (the AMX formats) deep.
+ * The bf16 formats need a bfloat16 source. */
 void mp_gemm_pack(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
                   int64_t rows, int64_t k0, int64_t kc, void *dst);
 
@@ -31,6 +32,10 @@ void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t
  * builds only; callers check the CPU level. */
 void mp_gemm_pack_pairs_avx512(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
                                int64_t rows, int64_t k0, int64_t kc, void *dst);
+
+/* Zeros after the bf16 pairs of one panel of width w, kc deep, up to the next 32 k (the
+ * PAIRS32 format is PAIRS, padded). */
+void mp_gemm_pad_pairs32(int w, int64_t kc, uint16_t *panel);
 
 /* Elements of one panel of width w and depth kc in format fmt (and bytes per element). */
 int64_t mp_gemm_panel_elems(mp_panel_format fmt, int w, int64_t kc);

@@ -11,7 +11,12 @@
 
 struct mp_pack_src;              /* gemm_pack.h */
 
-typedef enum { MP_PANEL_F32 = 0, MP_PANEL_BF16_PAIRS = 1 } mp_panel_format;
+/* MP_PANEL_BF16_PAIRS32: bf16 pairs with k padded by zeros to a multiple of 32 (AMX B tiles:
+ * 16 k pairs of the panel's columns per tile); MP_PANEL_BF16_ROWS32: per 32-deep k chunk,
+ * the panel's rows one after another, 32 bf16 each (AMX A tiles: 16 rows of 32 k). */
+typedef enum {
+    MP_PANEL_F32 = 0, MP_PANEL_BF16_PAIRS = 1, MP_PANEL_BF16_PAIRS32 = 2, MP_PANEL_BF16_ROWS32 = 3
+} mp_panel_format;
 
 /* c[i * ldc + j] (=, or += when accumulate) sum over k < kc of A panel (i, k) * B panel (k, j),
  * for the full MR x NR tile, in fp32 (fused multiply-adds where the ISA has them). */
@@ -28,6 +33,9 @@ typedef struct {
     mp_panel_format format;
     mp_gemm_ukr_fn kernel;
     mp_gemm_pack_fn pack;        /* NULL: the portable mp_gemm_pack */
+    int split_formats;           /* A has its own panel format and packer (below) */
+    mp_panel_format a_format;
+    mp_gemm_pack_fn a_pack;
 } mp_gemm_ukr;
 
 /* One per ISA file; NULL-free (the scalar one always exists). */
@@ -35,5 +43,6 @@ extern const mp_gemm_ukr mp_gemm_ukr_f32_scalar;
 extern const mp_gemm_ukr mp_gemm_ukr_f32_avx2;
 extern const mp_gemm_ukr mp_gemm_ukr_f32_avx512;
 extern const mp_gemm_ukr mp_gemm_ukr_bf16_avx512bf16;
+extern const mp_gemm_ukr mp_gemm_ukr_bf16_amx;      /* AMX-BF16 tiles, 32 x 32 */
 
 #endif
