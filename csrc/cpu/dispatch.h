@@ -38,7 +38,7 @@ typedef struct {
     void (*bf16_to_f32)(const mp_bf16 *src, float *dst, size_t n);
     mp_vmath vm;           /* exp, log, activations, row reductions (vmath.h) */
     const mp_gemm_ukr *gemm_f32;    /* the fp32-panel micro-kernel; never NULL */
-    const mp_gemm_ukr *gemm_bf16;   /* bf16 x bf16: AMX tiles or vdpbf16ps, or NULL: widened to fp32 */
+    const mp_gemm_ukr *gemm_bf16;   /* bf16 x bf16: AMX tiles or vdpbf16ps; NULL: widened */
     mp_optim_spans optim;
 } mp_cpu_kernels;
 

@@ -365,7 +365,8 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
         for (int64_t pc = 0; pc < k; pc += kcb) {
             int64_t kc = MIN(kcb, k - pc);
             int last = pc + kc == k;
-            int64_t as = (int64_t)panel_bytes(u, 1, mr, kc), bs = (int64_t)panel_bytes(u, 0, nr, kc);
+            int64_t as = (int64_t)panel_bytes(u, 1, mr, kc);
+            int64_t bs = (int64_t)panel_bytes(u, 0, nr, kc);
             if (share_b) {                  /* block (jc, pc) of the whole B */
                 int64_t b = jc / ncb * pl->blocks_k + pc / kcb;
                 bp = pl->shared + (size_t)b * pl->block_bytes;
