@@ -24,9 +24,14 @@ class Tensor(_C.TensorBase):
     __hash__ = object.__hash__
 
     def __repr__(self):
+        # torch names the device when it is not the default device's type (so a CPU tensor
+        # says device='cpu' under set_default_device("cuda"), a CUDA one then says nothing)
+        from ._factories import _default_device
+        default = _default_device[0].type if _default_device[0] is not None else "cpu"
         if self.is_cuda:   # values are formatted from a host copy, as torch does
-            return format_tensor(self.detach().cpu(), "cuda:0", self.requires_grad)
-        return format_tensor(self)
+            return format_tensor(self.detach().cpu(), None if default == "cuda" else "cuda:0",
+                                 self.requires_grad)
+        return format_tensor(self, "cpu" if default != "cpu" else None)
 
     __str__ = __repr__
 

@@ -26,6 +26,18 @@ def check_roundtrip():
     assert m.arange(4, device="cuda").cpu().tolist() == [0, 1, 2, 3]
     assert x.cuda().cuda() is not None and x.cpu() is x
     assert "device='cuda:0'" in repr(x.cuda())
+    # as torch: the device is named when it is not the default device's type
+    m.set_default_device("cuda")
+    try:
+        host = repr(x[0, :2])
+        assert host.endswith(", device='cpu')"), host
+        assert repr(x.cuda()[0, :2]) == host[:-len(", device='cpu')")] + ")"
+        assert "device" not in repr(x.cuda())
+        w = m.ones(2, requires_grad=True)
+        assert repr(w) == "tensor([1., 1.], requires_grad=True)" and w.is_cuda
+    finally:
+        m.set_default_device("cpu")
+    assert "device" not in repr(x) and "device='cuda:0'" in repr(x.cuda())
     assert x.cuda()[1, 2].item() == x[1, 2].item()
     assert x.pin_memory() is x and not x.is_pinned()
     try:
