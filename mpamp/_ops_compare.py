@@ -7,11 +7,10 @@ import builtins
 import numbers
 
 from . import _C
-from ._tensor import Tensor
+from ._tensor import Tensor, _TORCH_NAMES
 
 _OPS = _C.op_ids      # the core's op table: name -> id
 _EQ, _NE, _LT, _LE, _GT, _GE = (_OPS[n] for n in ("eq", "ne", "lt", "le", "gt", "ge"))
-_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
 def _tensor_arg(x, fname, arg="input", pos=1):

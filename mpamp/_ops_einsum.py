@@ -12,11 +12,10 @@ import numpy as np
 
 from . import _C
 from ._factories import from_numpy
-from ._tensor import Tensor
+from ._tensor import Tensor, _TORCH_NAMES
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _ELL = "..."
-_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
 def _err(msg):

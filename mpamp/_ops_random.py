@@ -5,12 +5,11 @@ stream, so they are reproducible from manual_seed or generator=, but are not tor
 """
 from . import _C
 from ._random import default_generator
-from ._tensor import Tensor
+from ._tensor import Tensor, _TORCH_NAMES
 
 # the largest n whose values the dtype holds exactly (2^mantissa + 1), with torch's name
-_LIMITS = {d["name"]: (2 ** bits + 1, d["torch_name"]) for d in _C._dtype_table()
-           for name, bits in (("float16", 11), ("bfloat16", 8), ("float32", 24))
-           if d["name"] == name}
+_LIMITS = {name: (2 ** bits + 1, _TORCH_NAMES[name])
+           for name, bits in (("float16", 11), ("bfloat16", 8), ("float32", 24))}
 # random_() without 'to': torch's ranges ([0, 2^mantissa] for floats, the dtype's range else).
 _RANDOM_TO = {"float32": 2 ** 24 + 1, "float16": 2 ** 11 + 1, "bfloat16": 2 ** 8 + 1,
               "int64": 2 ** 63 - 1, "uint8": 256, "bool": 2}
@@ -52,7 +51,6 @@ def _float_only(t, kernel):
                                   f"'{_TORCH_NAMES[_name(t.dtype)]}'")
 
 
-_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
 # ---- in-place fills (Tensor methods) ----

@@ -238,7 +238,9 @@ class Tensor(_C.TensorBase):
         return (_rebuild, args)
 
 
-_TYPE_NAMES = {d["name"]: d["torch_name"] + "Tensor" for d in _C._dtype_table()}
+# dtype name -> torch's ScalarType name ("Float") and tensor type name, from the core's table
+_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}
+_TYPE_NAMES = {name: torch_name + "Tensor" for name, torch_name in _TORCH_NAMES.items()}
 _DTYPE_STRINGS = {sp for d in _C._dtype_table() for sp in d["spellings"]}
 
 

@@ -12,13 +12,13 @@ import numpy as _np
 
 import mpamp as _mp
 from .. import _C
+from .._tensor import _TORCH_NAMES
 from .._ops_reduce import _reduction
 
 __all__ = ["smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div", "one_hot", "pad",
            "normalize", "cosine_similarity", "leaky_relu", "leaky_relu_", "softplus"]
 
 _SMOOTH_L1, _HUBER = _C.op_ids["smooth_l1_loss"], _C.op_ids["huber_loss"]   # op table ids
-_TORCH_NAMES = {d["name"]: d["torch_name"] for d in _C._dtype_table()}   # the core's table
 
 
 def _tname(dtype):

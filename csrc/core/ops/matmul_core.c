@@ -17,11 +17,6 @@
 #include "../dtypes.h"
 #include "../view.h"
 
-const char *mp_dtype_label(mp_dtype dt)
-{
-    return mp_dtype_name(dt);
-}
-
 /* How the GEMM reads t's last two dims: row-major (trans 0) or column-major (trans 1) with
  * leading dimension ld; 0 when neither dim has unit stride. */
 static int gemm_layout(const mp_tensor *t, int *trans, int64_t *ld)

@@ -7,6 +7,7 @@
 #ifndef MP_MATMUL_CORE_H
 #define MP_MATMUL_CORE_H
 
+#include "../dtypes.h"    /* mp_dtype_name, for messages */
 #include "../tensor.h"
 
 /* out = alpha * (a @ b) + beta * bias as a new tensor of dtype dt and shape oshape.
@@ -25,7 +26,5 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
 mp_status mp_matmul_batch_shape(const mp_tensor *a, const mp_tensor *b, const char *op,
                                 int64_t *bshape, int *nb);
 
-/* torch-style name of a dtype for messages ("float32", ...). */
-const char *mp_dtype_label(mp_dtype dt);
 
 #endif

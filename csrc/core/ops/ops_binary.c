@@ -9,6 +9,7 @@
 #include "../backend.h"
 #include "../copy.h"
 #include "../elementwise.h"
+#include "op_table.h"
 #include "ops.h"
 #include "../rows.h"
 
@@ -61,9 +62,8 @@ static void d_mul(const double *const *in, double *out, int64_t n, const double 
 
 static mp_map_fn const fns[] = {f_add, f_add, f_mul, f_div};
 static mp_map_f64_fn const fns64[] = {d_add, d_add, d_mul, NULL};
-static const char *const names[] = {"add", "sub", "mul", "div"};
-static const char *const bw_names[] = {"AddBackward0", "SubBackward0", "MulBackward0",
-                                       "DivBackward0"};
+/* names and grad_fns: the op table's rows (MP_OP_ADD + MP_BIN_*) */
+#define BIN_ROW(which) mp_op_info(MP_OP_ADD + (which))
 
 /* Output dtype of a binary op: torch's result type; true division of integers gives float. */
 static mp_dtype binary_dtype(int which, mp_tensor *a, mp_tensor *b)
@@ -84,7 +84,7 @@ static mp_status compute(int which, mp_tensor *a, mp_tensor *b, double alpha, mp
     mp_tensor *in[2] = {a, b}, *ex[2];
     int64_t shape[MP_MAX_DIMS];
     int nd;
-    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, names[which]);
+    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, BIN_ROW(which)->name);
     if (st != MP_OK)
         return st;
     st = mp_tensor_empty(shape, nd, dt, mp_any_device(in, 2), out);
@@ -237,7 +237,7 @@ static mp_status binary(int which, mp_tensor *a, mp_tensor *b, double alpha, mp_
         return st;
     mp_tensor *ins[2] = {a, b};
     mp_node *node;
-    st = mp_autograd_record(bw_names[which], backwards[which], ins, 2, out, 1, &node);
+    st = mp_autograd_record(BIN_ROW(which)->backward, backwards[which], ins, 2, out, 1, &node);
     if (st == MP_OK && node) {
         node->fargs[0] = which == MP_BIN_SUB ? -alpha : alpha;
         /* add/sub need only shapes (recorded by the node); mul/div need the values */

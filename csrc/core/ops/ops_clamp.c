@@ -188,7 +188,7 @@ mp_status mp_op_where(mp_tensor *cond, mp_tensor *a, mp_tensor *b, mp_tensor **o
     /* a uint8 condition is torch's deprecated byte mask (the bindings warn) */
     if (cond->dtype != MP_DTYPE_BOOL && cond->dtype != MP_DTYPE_UINT8)
         return mp_error(MP_ERR_RUNTIME, "where expected condition to be a boolean tensor, but "
-                        "got a tensor with dtype %s", mp_dtype_label(cond->dtype));
+                        "got a tensor with dtype %s", mp_dtype_name(cond->dtype));
     mp_tensor *ab[2] = {a, b};
     mp_dtype dt = mp_result_type(ab, 2);
     mp_status st = MP_OK;

@@ -13,6 +13,7 @@
 #include "../copy.h"
 #include "../elementwise.h"
 #include "../iter.h"
+#include "op_table.h"
 #include "ops.h"
 #include "ops_compare.h"
 #include "../reduce.h"
@@ -20,7 +21,7 @@
 /* elements per thread below which a kernel stays on one thread (as mp_map) */
 #define CMP_GRAIN (1 << 15)
 
-static const char *const cmp_names[MP_CMP_COUNT] = {"eq", "ne", "lt", "le", "gt", "ge"};
+#define cmp_name(op) (mp_op_info(MP_OP_EQ + (int)(op))->name)   /* the op table's */
 
 typedef struct {
     mp_cmp_op op;
@@ -78,7 +79,7 @@ mp_status mp_op_compare(mp_cmp_op op, mp_tensor *a, mp_tensor *b, mp_tensor **ou
     mp_tensor *in[2] = {a, b}, *ex[2];
     int64_t shape[MP_MAX_DIMS];
     int nd;
-    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, cmp_names[op]);
+    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, cmp_name(op));
     if (st != MP_OK)
         return st;
     mp_dtype dt = mp_result_type(in, 2);

@@ -17,11 +17,6 @@
 #include "ops.h"
 #include "../view.h"
 
-const char *mp_scalar_type_name(mp_dtype dt)
-{
-    return mp_dtype_torch_name(dt);
-}
-
 typedef struct {
     int n;                          /* indexed dims of the (virtual) tensor */
     int dims[MP_MAX_DIMS];          /* ascending */
@@ -516,7 +511,7 @@ static mp_status check_values(const index_plan *p, const mp_tensor *a, const mp_
     if (v->dtype != a->dtype)
         return mp_error(MP_ERR_RUNTIME, "Index put requires the source and destination dtypes "
                         "match, got %s for the destination and %s for the source.",
-                        mp_scalar_type_name(a->dtype), mp_scalar_type_name(v->dtype));
+                        mp_dtype_torch_name(a->dtype), mp_dtype_torch_name(v->dtype));
     int ok = v->ndim <= p->rnd;
     for (int i = 0; ok && i < v->ndim; i++) {
         int64_t want = p->rshape[p->rnd - v->ndim + i];

@@ -8,9 +8,8 @@
 
 #include "../autograd/autograd.h"
 #include "../copy.h"
+#include "../dtypes.h"   /* mp_dtype_torch_name, for messages */
 
-/* torch's scalar type names ("Float", "Half", "BFloat16", "Long", "Bool") for messages */
-const char *mp_scalar_type_name(mp_dtype dt);
 
 /* ---- advanced indexing (ops_index.c) ----
  * indices[i] is NULL (dim not indexed), an int64 tensor (indexes one dim; negative values

@@ -86,7 +86,7 @@ static mp_status check_index(line_op op, mp_tensor *index)
         "index_fill_(): Expected dtype int64 for index."};
     if (index->dtype != MP_DTYPE_INT64)
         return mp_error(op == LINE_FILL ? MP_ERR_INDEX : MP_ERR_RUNTIME, dtype_msg[op],
-                        mp_scalar_type_name(index->dtype));
+                        mp_dtype_torch_name(index->dtype));
     if (index->ndim <= 1)
         return MP_OK;
     char s[256];
@@ -114,11 +114,11 @@ static mp_status check_source(line_op op, mp_tensor *a, int dim, mp_tensor *inde
     if (src->dtype != a->dtype)
         return op == LINE_ADD
             ? mp_error(MP_ERR_RUNTIME, "index_add_(): self (%s) and source (%s) must have the "
-                       "same scalar type", mp_scalar_type_name(a->dtype),
-                       mp_scalar_type_name(src->dtype))
+                       "same scalar type", mp_dtype_torch_name(a->dtype),
+                       mp_dtype_torch_name(src->dtype))
             : mp_error(MP_ERR_RUNTIME, "index_copy_(): self and source expected to have the "
                        "same dtype, but got (self) %s and (source) %s",
-                       mp_scalar_type_name(a->dtype), mp_scalar_type_name(src->dtype));
+                       mp_dtype_torch_name(a->dtype), mp_dtype_torch_name(src->dtype));
     int srank = src->ndim ? src->ndim : 1, arank = a->ndim ? a->ndim : 1;
     if (dim >= srank)
         return mp_error(MP_ERR_RUNTIME, "%s(): Indexing dim %d is out of bounds of the source "

@@ -10,6 +10,7 @@
 #include "../backend.h"
 #include "../elementwise.h"
 #include "../iter.h"
+#include "op_table.h"
 #include "ops.h"
 #include "ops_compare.h"
 #include "../rows.h"
@@ -113,12 +114,10 @@ static mp_status logic_compute(logic_ctx *c, mp_tensor **ins, const char *name,
     return st;
 }
 
-static const char *const logical_names[MP_LOGIC_COUNT] = {"logical_and", "logical_or",
-                                                          "logical_xor"};
+#define logical_name(op) (mp_op_info(MP_OP_LOGICAL_AND + (int)(op))->name)  /* op table */
 static const char *const logical_names_[MP_LOGIC_COUNT] = {"logical_and_", "logical_or_",
                                                            "logical_xor_"};
-static const char *const bitwise_names[MP_LOGIC_COUNT] = {"bitwise_and", "bitwise_or",
-                                                          "bitwise_xor"};
+#define bitwise_name(op) (mp_op_info(MP_OP_BITWISE_AND + (int)(op))->name)
 static const char *const bitwise_names_[MP_LOGIC_COUNT] = {"bitwise_and_", "bitwise_or_",
                                                            "bitwise_xor_"};
 
@@ -146,7 +145,7 @@ mp_status mp_op_logical(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **
     logic_ctx c = {op, 0, 0, 2, MP_DTYPE_BOOL, {MP_DTYPE_BOOL, MP_DTYPE_BOOL},
                    MP_DTYPE_BOOL};
     mp_tensor *ins[2] = {a, b};
-    return logic_compute(&c, ins, logical_names[op], out);
+    return logic_compute(&c, ins, logical_name(op), out);
 }
 
 mp_status mp_op_logical_(mp_logic_op op, mp_tensor *a, mp_tensor *b)
@@ -196,12 +195,12 @@ mp_status mp_op_bitwise(mp_logic_op op, mp_tensor *a, mp_tensor *b, mp_tensor **
     MP_HOST_ONLY("bitwise", a, b);
     mp_dtype dt;
     mp_status st = check_op(op);
-    if (st != MP_OK || (st = bitwise_dtype(a, b, bitwise_names[op], &dt)) != MP_OK)
+    if (st != MP_OK || (st = bitwise_dtype(a, b, bitwise_name(op), &dt)) != MP_OK)
         return st;
     logic_ctx c = {op, dt != MP_DTYPE_BOOL, 0, 2, dt, {MP_DTYPE_BOOL, MP_DTYPE_BOOL},
                    MP_DTYPE_BOOL};
     mp_tensor *ins[2] = {a, b};
-    return logic_compute(&c, ins, bitwise_names[op], out);
+    return logic_compute(&c, ins, bitwise_name(op), out);
 }
 
 mp_status mp_op_bitwise_(mp_logic_op op, mp_tensor *a, mp_tensor *b)

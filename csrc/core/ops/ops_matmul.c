@@ -218,12 +218,12 @@ static mp_status check_dtypes(const char *op, const mp_tensor *a, const mp_tenso
 {
     if (a->dtype != b->dtype)
         return mp_error(MP_ERR_RUNTIME, "%s: expected m1 and m2 to have the same dtype, but "
-                        "got: %s != %s", op, mp_dtype_label(a->dtype),
-                        mp_dtype_label(b->dtype));
+                        "got: %s != %s", op, mp_dtype_name(a->dtype),
+                        mp_dtype_name(b->dtype));
     if (bias && bias->dtype != a->dtype)
         return mp_error(MP_ERR_RUNTIME, "%s: self and mat2 must have the same dtype, but got "
-                        "%s and %s", op, mp_dtype_label(bias->dtype),
-                        mp_dtype_label(b->dtype));
+                        "%s and %s", op, mp_dtype_name(bias->dtype),
+                        mp_dtype_name(b->dtype));
     if (a->dtype == MP_DTYPE_BOOL)
         return mp_error(MP_ERR_TYPE, "%s: \"addmm_impl_cpu_\" not implemented for 'Bool' "
                         "(matrix products take float32, float16, bfloat16 or int64)", op);

@@ -11,6 +11,7 @@
 #include "../backend.h"
 #include "../elementwise.h"
 #include "../iter.h"
+#include "op_table.h"
 #include "ops.h"
 #include "../reduce_rows.h"
 #include "../rows.h"
@@ -202,7 +203,7 @@ static mp_status extreme_int(int which, mp_tensor *a, mp_tensor *b, mp_dtype dt,
     return st;
 }
 
-static const char *const ext_names[] = {"maximum", "minimum", "fmax", "fmin"};
+#define EXT_ROW(which) mp_op_info(MP_OP_MAXIMUM + (which))   /* the op table's rows */
 
 static mp_status extreme_float(int which, mp_tensor *a, mp_tensor *b, mp_dtype dt,
                                mp_tensor **out)
@@ -210,7 +211,7 @@ static mp_status extreme_float(int which, mp_tensor *a, mp_tensor *b, mp_dtype d
     mp_tensor *in[2] = {a, b}, *ex[2];
     int64_t shape[MP_MAX_DIMS];
     int nd;
-    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, ext_names[which]);
+    mp_status st = mp_broadcast_all(in, 2, shape, &nd, ex, EXT_ROW(which)->name);
     if (st != MP_OK)
         return st;
     double args[1] = {which};
@@ -272,8 +273,6 @@ static mp_status extreme_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
 mp_status mp_op_maximum(int which, mp_tensor *a, mp_tensor *b, mp_tensor **out)
 {
     MP_HOST_ONLY("maximum", a, b);
-    static const char *const bw[] = {"MaximumBackward0", "MinimumBackward0", "FmaxBackward0",
-                                     "FminBackward0"};
     mp_tensor *ts[2] = {a, b};
     mp_dtype dt = mp_result_type(ts, 2);
     *out = NULL;
@@ -281,7 +280,7 @@ mp_status mp_op_maximum(int which, mp_tensor *a, mp_tensor *b, mp_tensor **out)
                                          : extreme_int(which, a, b, dt, out);
     mp_node *node = NULL;
     if (st == MP_OK)
-        st = mp_autograd_record(bw[which], extreme_backward, ts, 2, out, 1, &node);
+        st = mp_autograd_record(EXT_ROW(which)->backward, extreme_backward, ts, 2, out, 1, &node);
     if (st == MP_OK && node) {
         node->iargs[0] = which;
         if ((st = mp_node_save(node, 0, a)) == MP_OK)

@@ -309,7 +309,7 @@ mp_status mp_op_embedding(mp_tensor *weight, mp_tensor *indices, int64_t padding
     if (indices->dtype != MP_DTYPE_INT64)
         return mp_error(MP_ERR_RUNTIME, "embedding: Expected tensor for argument #1 'indices' "
                         "to have one of the following scalar types: int64; but got %s "
-                        "instead", mp_dtype_label(indices->dtype));
+                        "instead", mp_dtype_name(indices->dtype));
     if (indices->ndim + 1 > MP_MAX_DIMS)
         return mp_error(MP_ERR_VALUE, "embedding: indices may have at most %d dimensions",
                         MP_MAX_DIMS - 1);

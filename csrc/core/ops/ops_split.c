@@ -337,7 +337,7 @@ mp_status mp_op_repeat_index(mp_tensor *repeats, int64_t output_size, mp_tensor 
         return mp_error(MP_ERR_RUNTIME, "repeat_interleave only accept 1D vector as repeat");
     if (repeats->dtype != MP_DTYPE_INT64)
         return mp_error(MP_ERR_TYPE, "\"repeat_interleave_cpu\" not implemented for '%s'",
-                        mp_scalar_type_name(repeats->dtype));
+                        mp_dtype_torch_name(repeats->dtype));
     mp_status st = mp_tensor_contiguous(repeats, &c);
     if (st != MP_OK)
         return st;

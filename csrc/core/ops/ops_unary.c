@@ -19,6 +19,7 @@
 #include "../chunk.h"
 #include "../iter.h"
 #include "../elementwise.h"
+#include "op_table.h"
 #include "ops.h"
 #include "../rows.h"
 
@@ -26,8 +27,10 @@
 
 enum { INT_KEEP, INT_FLOAT, INT_NO_BOOL, INT_BOOL_TO_LONG, INT_REFUSE };
 
+/* names and grad_fns are the op table's rows (MP_OP_NEG + op) */
+#define UN_ROW(op) mp_op_info(MP_OP_NEG + (int)(op))
+
 static const struct {
-    const char *name, *bw_name;
     int int_mode;        /* integer inputs: INT_FLOAT gives float32 results, INT_KEEP keeps
                             the dtype, INT_NO_BOOL refuses bool, INT_BOOL_TO_LONG: bool -> int64
                             (uint8 stays uint8), INT_REFUSE: no integer kernel (torch's) */
@@ -36,33 +39,33 @@ static const struct {
     int vm, vm_grad;     /* vector kernels (mp_vm_map_kind) replacing the loops of fwd_map /
                             bwd_map, or NO_VM */
 } ops[MP_UN_COUNT] = {
-    [MP_UN_NEG] = {"neg", "NegBackward0", INT_KEEP, 0, 0, NO_VM, NO_VM},
-    [MP_UN_RELU] = {"relu", "ReluBackward0", INT_KEEP, 1, 0, NO_VM, NO_VM},   /* output: as torch */
-    [MP_UN_GELU] = {"gelu", "GeluBackward0", INT_REFUSE, 0, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
-    [MP_UN_GELU_TANH] = {"gelu", "GeluBackward0", INT_REFUSE, 0, 0, MP_VM_GELU_TANH,
+    [MP_UN_NEG] = {INT_KEEP, 0, 0, NO_VM, NO_VM},
+    [MP_UN_RELU] = {INT_KEEP, 1, 0, NO_VM, NO_VM},   /* output: as torch */
+    [MP_UN_GELU] = {INT_REFUSE, 0, 0, MP_VM_GELU, MP_VM_GELU_GRAD},
+    [MP_UN_GELU_TANH] = {INT_REFUSE, 0, 0, MP_VM_GELU_TANH,
                          MP_VM_GELU_TANH_GRAD},
-    [MP_UN_SILU] = {"silu", "SiluBackward0", INT_REFUSE, 0, 0, MP_VM_SILU, MP_VM_SILU_GRAD},
-    [MP_UN_SIGMOID] = {"sigmoid", "SigmoidBackward0", INT_FLOAT, 1, 0, MP_VM_SIGMOID, NO_VM},
-    [MP_UN_TANH] = {"tanh", "TanhBackward0", INT_FLOAT, 1, 0, MP_VM_TANH, NO_VM},
-    [MP_UN_EXP] = {"exp", "ExpBackward0", INT_FLOAT, 1, 0, MP_VM_EXP, NO_VM},
-    [MP_UN_LOG] = {"log", "LogBackward0", INT_FLOAT, 0, 0, MP_VM_LOG, NO_VM},
-    [MP_UN_SQRT] = {"sqrt", "SqrtBackward0", INT_FLOAT, 1, 0, NO_VM, NO_VM},
-    [MP_UN_RSQRT] = {"rsqrt", "RsqrtBackward0", INT_FLOAT, 1, 0, NO_VM, NO_VM},
-    [MP_UN_ABS] = {"abs", "AbsBackward0", INT_KEEP, 0, 0, NO_VM, NO_VM},
-    [MP_UN_SIN] = {"sin", "SinBackward0", INT_FLOAT, 0, 0, NO_VM, NO_VM},
-    [MP_UN_COS] = {"cos", "CosBackward0", INT_FLOAT, 0, 0, NO_VM, NO_VM},
-    [MP_UN_ERF] = {"erf", "ErfBackward0", INT_FLOAT, 0, 0, NO_VM, NO_VM},
-    [MP_UN_LOG1P] = {"log1p", "Log1PBackward0", INT_FLOAT, 0, 0, NO_VM, NO_VM},
-    [MP_UN_EXPM1] = {"expm1", "Expm1Backward0", INT_FLOAT, 1, 0, NO_VM, NO_VM},
-    [MP_UN_SIGN] = {"sign", "SignBackward0", INT_KEEP, 0, 1, NO_VM, NO_VM},
-    [MP_UN_FLOOR] = {"floor", "FloorBackward0", INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
-    [MP_UN_CEIL] = {"ceil", "CeilBackward0", INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
-    [MP_UN_ROUND] = {"round", "RoundBackward0", INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
-    [MP_UN_TRUNC] = {"trunc", "TruncBackward0", INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
-    [MP_UN_SQUARE] = {"square", "PowBackward0", INT_BOOL_TO_LONG, 0, 0, NO_VM, NO_VM},
-    [MP_UN_RECIPROCAL] = {"reciprocal", "ReciprocalBackward0", INT_FLOAT, 1, 0, NO_VM, NO_VM},
-    [MP_UN_LOG2] = {"log2", "Log2Backward0", INT_FLOAT, 0, 0, NO_VM, NO_VM},
-    [MP_UN_LOG10] = {"log10", "Log10Backward0", INT_FLOAT, 0, 0, NO_VM, NO_VM},
+    [MP_UN_SILU] = {INT_REFUSE, 0, 0, MP_VM_SILU, MP_VM_SILU_GRAD},
+    [MP_UN_SIGMOID] = {INT_FLOAT, 1, 0, MP_VM_SIGMOID, NO_VM},
+    [MP_UN_TANH] = {INT_FLOAT, 1, 0, MP_VM_TANH, NO_VM},
+    [MP_UN_EXP] = {INT_FLOAT, 1, 0, MP_VM_EXP, NO_VM},
+    [MP_UN_LOG] = {INT_FLOAT, 0, 0, MP_VM_LOG, NO_VM},
+    [MP_UN_SQRT] = {INT_FLOAT, 1, 0, NO_VM, NO_VM},
+    [MP_UN_RSQRT] = {INT_FLOAT, 1, 0, NO_VM, NO_VM},
+    [MP_UN_ABS] = {INT_KEEP, 0, 0, NO_VM, NO_VM},
+    [MP_UN_SIN] = {INT_FLOAT, 0, 0, NO_VM, NO_VM},
+    [MP_UN_COS] = {INT_FLOAT, 0, 0, NO_VM, NO_VM},
+    [MP_UN_ERF] = {INT_FLOAT, 0, 0, NO_VM, NO_VM},
+    [MP_UN_LOG1P] = {INT_FLOAT, 0, 0, NO_VM, NO_VM},
+    [MP_UN_EXPM1] = {INT_FLOAT, 1, 0, NO_VM, NO_VM},
+    [MP_UN_SIGN] = {INT_KEEP, 0, 1, NO_VM, NO_VM},
+    [MP_UN_FLOOR] = {INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
+    [MP_UN_CEIL] = {INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
+    [MP_UN_ROUND] = {INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
+    [MP_UN_TRUNC] = {INT_NO_BOOL, 0, 1, NO_VM, NO_VM},
+    [MP_UN_SQUARE] = {INT_BOOL_TO_LONG, 0, 0, NO_VM, NO_VM},
+    [MP_UN_RECIPROCAL] = {INT_FLOAT, 1, 0, NO_VM, NO_VM},
+    [MP_UN_LOG2] = {INT_FLOAT, 0, 0, NO_VM, NO_VM},
+    [MP_UN_LOG10] = {INT_FLOAT, 0, 0, NO_VM, NO_VM},
 };
 
 /* Each op's loop is written out with its per-element math inline, so the compiler vectorises
@@ -265,7 +268,7 @@ static mp_status unary_dtype(mp_unary_op op, mp_dtype in, mp_dtype *out)
     case INT_NO_BOOL:
         if (in == MP_DTYPE_BOOL)
             return mp_error(MP_ERR_NOT_IMPLEMENTED, "\"%s_vml_cpu\" not implemented for "
-                            "'Bool'", ops[op].name);
+                            "'Bool'", UN_ROW(op)->name);
         break;
     default: break;
     }
@@ -290,7 +293,7 @@ mp_status mp_op_unary(mp_unary_op op, mp_tensor *a, mp_tensor **out)
         int_map(op, a, *out);
     mp_node *node = NULL;
     if (st == MP_OK)
-        st = mp_autograd_record(ops[op].bw_name, unary_backward, &a, 1, out, 1, &node);
+        st = mp_autograd_record(UN_ROW(op)->backward, unary_backward, &a, 1, out, 1, &node);
     if (st == MP_OK && node) {
         node->iargs[0] = op;
         if (!ops[op].zero_grad)
