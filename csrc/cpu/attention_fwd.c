@@ -19,8 +19,9 @@ size_t mp_attn_scratch_floats(const mp_attn_args *a, int backward)
     size_t blk = (size_t)ATTN_BR * ATTN_BC;
     if (backward)
         return 3 * blk + 2 * (size_t)(a->Ev + 16);
-    /* scores, dropout factors, output accumulator, m, then l as doubles */
-    return 2 * blk + (size_t)ATTN_BR * (size_t)(a->Ev + 1) + 2 * ATTN_BR + 16;
+    /* scores, dropout factors, output accumulator, m, l as doubles, then the rows'
+     * exponent arguments and results */
+    return 2 * blk + (size_t)ATTN_BR * (size_t)(a->Ev + 1) + 4 * ATTN_BR + 16;
 }
 
 static float mask_value(mp_dtype dt, const char *p)
@@ -72,39 +73,45 @@ mp_status mp_attn_scores(const mp_attn_args *a, int64_t b, int64_t i0, int64_t b
     return st;
 }
 
-float mp_attn_exp1(float x)
+/* One key block of br rows: p (scores in, probabilities out, row stride ATTN_BC) joins the
+ * running maxima m and sums l; the accumulator rows o are rescaled to the new maxima. z:
+ * dropout factors or NULL. t, e: br floats of scratch. The rescale factors of all rows are
+ * one vector exp (a one-element call per row cost as much as the row's own exponentials). */
+static void online_block(const mp_vmath *vm, float *p, int64_t br, int64_t n, float *m,
+                         double *l, float *o, int64_t ev, const float *z, float *t, float *e)
 {
-    float y;
-    mp_cpu()->vm.map[MP_VM_EXP](&x, &y, 1);
-    return y;
-}
-
-/* One row of a key block: p (scores in, probabilities out) joins the running max *m and
- * sum *l; the accumulator row o is rescaled to the new max. z: dropout factors or NULL. */
-static void online_row(const mp_vmath *vm, float *p, int64_t n, float *m, double *l,
-                       float *o, int64_t ev, const float *z)
-{
-    float mo = *m, mx = vm->max(p, (size_t)n), mn = mx > mo ? mx : mo;
-    if (mn == -INFINITY) {
-        int nan = 0;
-        for (int64_t c = 0; c < n; c++)
-            nan |= p[c] != p[c];
-        if (!nan) {                     /* nothing takes part yet: no contribution */
-            memset(p, 0, sizeof(float) * (size_t)n);
-            return;
+    for (int64_t r = 0; r < br; r++) {
+        float *pr = p + r * ATTN_BC;
+        float mo = m[r], mx = vm->max(pr, (size_t)n), mn = mx > mo ? mx : mo;
+        if (mn == -INFINITY) {
+            int nan = 0;
+            for (int64_t c = 0; c < n; c++)
+                nan |= pr[c] != pr[c];
+            if (!nan) {                 /* nothing takes part yet: no contribution */
+                memset(pr, 0, sizeof(float) * (size_t)n);
+                t[r] = 0.0f;            /* e^0: nothing to rescale */
+                continue;
+            }
+            mn = 0.0f;                  /* let the NaNs through the exponentials */
         }
-        mn = 0.0f;                      /* let the NaNs through the exponentials */
+        t[r] = mo - mn;
+        m[r] = mn;
+        l[r] = -l[r] - 1.0;             /* marks the row for the pass below (l >= 0) */
     }
-    float alpha = mp_attn_exp1(mo - mn);
-    double sum = vm->exp_sum(p, mn, p, (size_t)n);
-    *l = *l * alpha + sum;
-    if (alpha != 1.0f)
-        for (int64_t c = 0; c < ev; c++)
-            o[c] *= alpha;
-    *m = mn;
-    if (z)
-        for (int64_t c = 0; c < n; c++)
-            p[c] *= z[c];
+    vm->map[MP_VM_EXP](t, e, (size_t)br);
+    for (int64_t r = 0; r < br; r++) {
+        if (l[r] >= 0.0)
+            continue;                   /* skipped above */
+        float *pr = p + r * ATTN_BC, alpha = e[r], *orow = o + r * ev;
+        double sum = vm->exp_sum(pr, m[r], pr, (size_t)n);
+        l[r] = (-l[r] - 1.0) * alpha + sum;
+        if (alpha != 1.0f)
+            for (int64_t c = 0; c < ev; c++)
+                orow[c] *= alpha;
+        if (z)
+            for (int64_t c = 0; c < n; c++)
+                pr[c] *= z[r * ATTN_BC + c];
+    }
 }
 
 /* the dropout factors of rows [i0, i0+br), keys [j0, j0+bc) of batch entry b */
@@ -127,12 +134,15 @@ static void store_row(mp_dtype dt, void *dst, const float *src, int64_t n)
 }
 
 static void finish_rows(const mp_attn_args *a, int64_t b, int64_t i0, int64_t br, float *o,
-                        const float *m, const double *l, void *out, float *lse)
+                        const float *m, const double *l, float *t, void *out, float *lse)
 {
     int64_t ev = a->Ev;
     size_t esz = mp_dtype_size(a->dtype);
+    for (int64_t r = 0; r < br; r++)
+        t[r] = (float)l[r];
+    mp_cpu()->vm.map[MP_VM_LOG](t, t + ATTN_BR, (size_t)br);   /* all rows' logs at once */
     for (int64_t r = 0; r < br; r++) {
-        float *orow = o + r * ev, li = (float)l[r];
+        float *orow = o + r * ev, li = t[r];
         int64_t row = b * a->L + i0 + r;
         if (li == 0.0f) {
             memset(orow, 0, sizeof(float) * (size_t)ev);
@@ -140,9 +150,7 @@ static void finish_rows(const mp_attn_args *a, int64_t b, int64_t i0, int64_t br
         } else {
             for (int64_t c = 0; c < ev; c++)
                 orow[c] /= li;
-            float lg;
-            mp_cpu()->vm.map[MP_VM_LOG](&li, &lg, 1);
-            lse[row] = m[r] + lg;
+            lse[row] = m[r] + t[ATTN_BR + r];
         }
         store_row(a->dtype, (char *)out + (size_t)(row * ev) * esz, orow, ev);
     }
@@ -156,6 +164,7 @@ static mp_status forward_block(const mp_attn_args *a, int64_t b, int64_t i0, int
     float *s = ws, *z = s + ATTN_BR * ATTN_BC, *o = z + ATTN_BR * ATTN_BC;
     float *m = o + ATTN_BR * ev;
     double *l = (double *)(m + ATTN_BR);  /* every offset here is even: 8-byte aligned */
+    float *t = (float *)(l + ATTN_BR);    /* 2 * ATTN_BR floats */
     for (int64_t r = 0; r < br; r++)
         m[r] = -INFINITY, l[r] = 0.0;
     memset(o, 0, sizeof(float) * (size_t)(br * ev));
@@ -167,9 +176,7 @@ static mp_status forward_block(const mp_attn_args *a, int64_t b, int64_t i0, int
             return st;
         if (a->keep)
             mp_attn_keep_block(a, b, i0, br, j0, bc, z);
-        for (int64_t r = 0; r < br; r++)
-            online_row(vm, s + r * ATTN_BC, bc, &m[r], &l[r], o + r * ev, ev,
-                       a->keep ? z + r * ATTN_BC : NULL);
+        online_block(vm, s, br, bc, m, l, o, ev, a->keep ? z : NULL, t, t + ATTN_BR);
         const char *vp = a->v + (a->v_off[b] + j0 * a->v_rs) * esz;
         mp_gemm_args g = mp_gemm_plain(0, 0, br, ev, bc, s, ATTN_BC, vp, a->v_rs, o, ev);
         g.b_dtype = a->dtype;
@@ -177,7 +184,7 @@ static mp_status forward_block(const mp_attn_args *a, int64_t b, int64_t i0, int
         if ((st = mp_gemm_at(&g, mp_cpu()->isa, 1)) != MP_OK)
             return st;
     }
-    finish_rows(a, b, i0, br, o, m, l, out, lse);
+    finish_rows(a, b, i0, br, o, m, l, t, out, lse);
     return MP_OK;
 }
 

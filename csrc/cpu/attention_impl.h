@@ -1,6 +1,6 @@
 /* attention_impl.h - what attention_fwd.c and attention_bwd.c share beyond attention.h: the
  * chunked parallel loop (chunk c of a->threads uses scratch slot c, so every thread has its
- * own scratch without knowing its id), the dropout block and a one-element exp. */
+ * own scratch without knowing its id), the dropout block. */
 #ifndef MP_CPU_ATTENTION_IMPL_H
 #define MP_CPU_ATTENTION_IMPL_H
 
@@ -17,7 +17,5 @@ mp_status mp_attn_run_chunks(const mp_attn_args *a, int64_t items, size_t per,
 /* dropout factors of rows [i0, i0+br), keys [j0, j0+bc) of entry b (row stride ATTN_BC) */
 void mp_attn_keep_block(const mp_attn_args *a, int64_t b, int64_t i0, int64_t br, int64_t j0,
                         int64_t bc, float *z);
-
-float mp_attn_exp1(float x);
 
 #endif
