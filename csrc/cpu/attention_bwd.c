@@ -96,9 +96,12 @@ static mp_status backward_block(const mp_attn_args *a, const mp_attn_grads *g, c
     mp_status st = mp_attn_scores(a, k->b, k->i0, k->br, k->j0, k->bc, p);
     if (st != MP_OK)
         return st;
-    for (int64_t r = 0; r < k->br; r++)            /* P = exp(S - lse); lse = +inf: 0 */
-        mp_cpu()->vm.exp_sum(p + r * ATTN_BC, g->lse[k->b * a->L + k->i0 + r],
-                             p + r * ATTN_BC, (size_t)k->bc);
+    for (int64_t r = 0; r < k->br; r++) {          /* P = exp(S - lse); lse = +inf: 0 */
+        float *pr = p + r * ATTN_BC;
+        int64_t n = mp_attn_row_keys(a, k->i0 + r, k->j0, k->bc);
+        mp_cpu()->vm.exp_sum(pr, g->lse[k->b * a->L + k->i0 + r], pr, (size_t)n);
+        memset(pr + n, 0, sizeof(float) * (size_t)(k->bc - n));
+    }
     if ((st = block_grads(a, g, k, p, t, z)) != MP_OK)
         return st;
     int64_t esz = (int64_t)mp_dtype_size(a->dtype), E = a->E;

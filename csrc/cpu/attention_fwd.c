@@ -73,22 +73,34 @@ mp_status mp_attn_scores(const mp_attn_args *a, int64_t b, int64_t i0, int64_t b
     return st;
 }
 
+int64_t mp_attn_row_keys(const mp_attn_args *a, int64_t i, int64_t j0, int64_t bc)
+{
+    if (!a->causal)
+        return bc;
+    int64_t n = i - j0 + 1;
+    return n < 0 ? 0 : n < bc ? n : bc;
+}
+
 /* One key block of br rows: p (scores in, probabilities out, row stride ATTN_BC) joins the
  * running maxima m and sums l; the accumulator rows o are rescaled to the new maxima. z:
  * dropout factors or NULL. t, e: br floats of scratch. The rescale factors of all rows are
  * one vector exp (a one-element call per row cost as much as the row's own exponentials). */
-static void online_block(const mp_vmath *vm, float *p, int64_t br, int64_t n, float *m,
-                         double *l, float *o, int64_t ev, const float *z, float *t, float *e)
+static void online_block(const mp_attn_args *a, const mp_vmath *vm, float *p, int64_t i0,
+                         int64_t br, int64_t j0, int64_t bc, float *m, double *l, float *o,
+                         const float *z, float *t, float *e)
 {
+    int64_t ev = a->Ev;
     for (int64_t r = 0; r < br; r++) {
         float *pr = p + r * ATTN_BC;
-        float mo = m[r], mx = vm->max(pr, (size_t)n), mn = mx > mo ? mx : mo;
+        int64_t n = mp_attn_row_keys(a, i0 + r, j0, bc);
+        float mo = m[r], mx = n > 0 ? vm->max(pr, (size_t)n) : -INFINITY;
+        float mn = mx > mo ? mx : mo;
         if (mn == -INFINITY) {
             int nan = 0;
             for (int64_t c = 0; c < n; c++)
                 nan |= pr[c] != pr[c];
             if (!nan) {                 /* nothing takes part yet: no contribution */
-                memset(pr, 0, sizeof(float) * (size_t)n);
+                memset(pr, 0, sizeof(float) * (size_t)bc);
                 t[r] = 0.0f;            /* e^0: nothing to rescale */
                 continue;
             }
@@ -103,13 +115,15 @@ static void online_block(const mp_vmath *vm, float *p, int64_t br, int64_t n, fl
         if (l[r] >= 0.0)
             continue;                   /* skipped above */
         float *pr = p + r * ATTN_BC, alpha = e[r], *orow = o + r * ev;
+        int64_t n = mp_attn_row_keys(a, i0 + r, j0, bc);
         double sum = vm->exp_sum(pr, m[r], pr, (size_t)n);
+        memset(pr + n, 0, sizeof(float) * (size_t)(bc - n));   /* causally masked: e^-inf */
         l[r] = (-l[r] - 1.0) * alpha + sum;
         if (alpha != 1.0f)
             for (int64_t c = 0; c < ev; c++)
                 orow[c] *= alpha;
         if (z)
-            for (int64_t c = 0; c < n; c++)
+            for (int64_t c = 0; c < bc; c++)
                 pr[c] *= z[r * ATTN_BC + c];
     }
 }
@@ -176,7 +190,7 @@ static mp_status forward_block(const mp_attn_args *a, int64_t b, int64_t i0, int
             return st;
         if (a->keep)
             mp_attn_keep_block(a, b, i0, br, j0, bc, z);
-        online_block(vm, s, br, bc, m, l, o, ev, a->keep ? z : NULL, t, t + ATTN_BR);
+        online_block(a, vm, s, i0, br, j0, bc, m, l, o, a->keep ? z : NULL, t, t + ATTN_BR);
         const char *vp = a->v + (a->v_off[b] + j0 * a->v_rs) * esz;
         mp_gemm_args g = mp_gemm_plain(0, 0, br, ev, bc, s, ATTN_BC, vp, a->v_rs, o, ev);
         g.b_dtype = a->dtype;

@@ -18,4 +18,8 @@ mp_status mp_attn_run_chunks(const mp_attn_args *a, int64_t items, size_t per,
 void mp_attn_keep_block(const mp_attn_args *a, int64_t b, int64_t i0, int64_t br, int64_t j0,
                         int64_t bc, float *z);
 
+/* keys [j0, j0 + n) of the block [j0, j0 + bc) that query row i may see (the causal rule;
+ * a mask may hide more of them): the rest need no exponential */
+int64_t mp_attn_row_keys(const mp_attn_args *a, int64_t i, int64_t j0, int64_t bc);
+
 #endif
