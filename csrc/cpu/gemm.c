@@ -180,14 +180,46 @@ static inline void prefetch_row(const char *p, size_t bytes)
     __builtin_prefetch(p + bytes - 1, 1, 3);
 }
 
+/* v[0..w) = act(alpha * acc + beta * c + bias), each term only where it is present, in that
+ * order of operations (the bits of every combination), one pass over the row: the common
+ * linear-layer cases (bias alone, bias + ReLU) are loops of their own on locals, since with
+ * the build's -fno-strict-aliasing a loop through the args would reload them per element. */
+static void epilogue_row(float *v, const float *acc, const float *c, const float *bias,
+                         float alpha, float beta, int act, int64_t w)
+{
+    if (acc && alpha == 1.0f && !c && bias && act == MP_GEMM_ACT_NONE) {
+        for (int64_t q = 0; q < w; q++)
+            v[q] = acc[q] + bias[q];
+        return;
+    }
+    if (acc && alpha == 1.0f && !c && bias && act == MP_GEMM_ACT_RELU) {
+        for (int64_t q = 0; q < w; q++)
+            v[q] = mp_relu(acc[q] + bias[q]);
+        return;
+    }
+    for (int64_t q = 0; q < w; q++) {
+        float x = acc ? alpha * acc[q] : 0.0f;
+        if (c)                                /* only with an fp32 C */
+            x += beta * c[q];
+        if (bias)
+            x += bias[q];
+        if (act == MP_GEMM_ACT_RELU)
+            x = mp_relu(x);
+        else if (act == MP_GEMM_ACT_GELU)
+            x = mp_gelu(x);
+        v[q] = x;
+    }
+}
+
 static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i, int64_t j,
                      int64_t rows, int64_t cols)
 {
     const mp_gemm_args *g = pl->g;
     const float alpha = g->alpha, beta = g->beta;
-    const int plain = acc && alpha == 1.0f && beta == 0.0f && !pl->bias &&
-                      g->act == MP_GEMM_ACT_NONE;
-    const size_t csz = mp_dtype_size(g->c_dtype);
+    const int act = g->act, plain = acc && alpha == 1.0f && beta == 0.0f && !pl->bias &&
+                                    act == MP_GEMM_ACT_NONE;
+    const mp_dtype cdt = g->c_dtype;
+    const size_t csz = mp_dtype_size(cdt);
     float buf[EPI_ROW];
     for (int64_t q0 = 0; q0 < cols; q0 += EPI_ROW) {
         int64_t w = MIN(EPI_ROW, cols - q0);
@@ -199,26 +231,15 @@ static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i,
                 prefetch_row((const char *)g->c + (at + EPI_AHEAD * g->ldc) * (int64_t)csz,
                              (size_t)w * csz);
             const float *v = ar;
-            if (!plain) {
-                for (int64_t q = 0; q < w; q++)
-                    buf[q] = ar ? alpha * ar[q] : 0.0f;
-                if (beta != 0.0f)             /* only with an fp32 C */
-                    for (int64_t q = 0; q < w; q++)
-                        buf[q] += beta * ((const float *)g->c)[at + q];
-                if (bias)
-                    for (int64_t q = 0; q < w; q++)
-                        buf[q] += bias[q];
-                if (g->act == MP_GEMM_ACT_RELU)
-                    for (int64_t q = 0; q < w; q++)
-                        buf[q] = mp_relu(buf[q]);
-                else if (g->act == MP_GEMM_ACT_GELU)
-                    for (int64_t q = 0; q < w; q++)
-                        buf[q] = mp_gelu(buf[q]);
-                v = buf;
+            if (!plain) {                     /* an fp32 C takes the values in place */
+                float *dst = cdt == MP_DTYPE_FLOAT32 ? (float *)g->c + at : buf;
+                epilogue_row(dst, ar, beta != 0.0f ? (const float *)g->c + at : NULL, bias,
+                             alpha, beta, act, w);
+                v = dst;
             }
-            if (g->c_dtype == MP_DTYPE_FLOAT16)
+            if (cdt == MP_DTYPE_FLOAT16)
                 pl->cvt->f32_to_f16(v, (mp_half *)g->c + at, (size_t)w);
-            else if (g->c_dtype == MP_DTYPE_BFLOAT16)
+            else if (cdt == MP_DTYPE_BFLOAT16)
                 pl->cvt->f32_to_bf16(v, (mp_bf16 *)g->c + at, (size_t)w);
             else if (v != (const float *)g->c + at)
                 copy_row((float *)g->c + at, v, sizeof(float) * (size_t)w);
