@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../cpu/dispatch.h"
+#include "../cpu/parallel.h"
 #include "copy.h"
 #include "view.h"
 
@@ -136,7 +137,10 @@ void mp_row_store(mp_dtype dt, void *data, int64_t r, int64_t len, const float *
 
 /* The MP_KERNEL_ROWS kernel. Buffers: the n_in row inputs, the output rows, then the aux
  * buffers, whose (translated) addresses are written into the ctx fields aux->slot[i] before
- * the rows run, so the row function only ever sees addresses it may touch. */
+ * the rows run, so the row function only ever sees addresses it may touch. Rows run on the
+ * thread pool (contiguous ranges of rows, each with its own conversion buffers) unless the
+ * aux says the row function accumulates across rows (serial): a row's values never depend on
+ * which thread computed it. */
 typedef struct {
     int n_in;
     mp_dtype dt[MP_ROWS_MAX_IN + 1];   /* inputs, then the output */
@@ -146,32 +150,61 @@ typedef struct {
     const mp_row_aux *aux;
 } rows_args;
 
-static mp_status run_rows(void *const *buf, const void *vargs, mp_msg *msg)
+typedef struct {
+    const rows_args *a;
+    void *const *buf;
+    int failed;
+} rows_job;
+
+#define ROWS_GRAIN_ELEMS 16384      /* elements per thread's share, at least */
+#define ROWS_STACK_FLOATS 2048      /* conversion buffers of short rows live on the stack */
+
+static void rows_range(void *vjob, int64_t r0, int64_t r1)
 {
-    const rows_args *a = vargs;
+    rows_job *j = vjob;
+    const rows_args *a = j->a;
     int64_t len = a->len;
-    if (a->aux)
-        for (int i = 0; i < a->aux->n; i++)
-            *a->aux->slot[i] = buf[a->n_in + 1 + i];
-    float *bufs = malloc(sizeof(float) * (size_t)(a->n_in + 1) * (size_t)(len + 1));
+    size_t need = (size_t)(a->n_in + 1) * (size_t)(len + 1);
+    float stack[ROWS_STACK_FLOATS];
+    float *bufs = need <= ROWS_STACK_FLOATS ? stack : malloc(sizeof(float) * need);
     if (!bufs) {
-        snprintf(msg->text, sizeof msg->text, "out of memory for a row buffer");
-        return MP_ERR_NOMEM;
+        __atomic_store_n(&j->failed, 1, __ATOMIC_RELAXED);
+        return;
     }
     const float *in[MP_ROWS_MAX_IN];
     float *obuf = bufs + (size_t)a->n_in * (size_t)len;
     mp_dtype odt = a->dt[a->n_in];
-    void *odata = buf[a->n_in];
+    void *odata = j->buf[a->n_in];
     int direct = odt == MP_DTYPE_FLOAT32;
-    for (int64_t r = 0; r < a->nrows; r++) {
+    for (int64_t r = r0; r < r1; r++) {
         for (int k = 0; k < a->n_in; k++)
-            in[k] = mp_row_load(a->dt[k], buf[k], r, len, bufs + (size_t)k * (size_t)len);
+            in[k] = mp_row_load(a->dt[k], j->buf[k], r, len, bufs + (size_t)k * (size_t)len);
         float *dst = direct ? (float *)odata + r * len : obuf;
         a->fn(in, dst, len, r, a->ctx);
         if (!direct)
             mp_row_store(odt, odata, r, len, dst);
     }
-    free(bufs);
+    if (bufs != stack)
+        free(bufs);
+}
+
+static mp_status run_rows(void *const *buf, const void *vargs, mp_msg *msg)
+{
+    const rows_args *a = vargs;
+    if (a->aux)
+        for (int i = 0; i < a->aux->n; i++)
+            *a->aux->slot[i] = buf[a->n_in + 1 + i];
+    rows_job j = {a, buf, 0};
+    if (a->aux && a->aux->serial) {
+        rows_range(&j, 0, a->nrows);
+    } else {
+        int64_t grain = ROWS_GRAIN_ELEMS / (a->len > 0 ? a->len : 1);
+        mp_parallel_for(a->nrows, grain > 1 ? grain : 1, rows_range, &j);
+    }
+    if (j.failed) {
+        snprintf(msg->text, sizeof msg->text, "out of memory for a row buffer");
+        return MP_ERR_NOMEM;
+    }
     return MP_OK;
 }
 

@@ -24,7 +24,9 @@ void mp_row_store(mp_dtype dt, void *data, int64_t r, int64_t len, const float *
 
 /* Calls fn once per row of the inputs (equal shapes, any dtypes) along `dim`, on fp32 rows;
  * fn writes the result row, which becomes a new tensor of out_dtype in the inputs' shape.
- * Row numbers count the other dims in row-major order (the order of a reduced tensor). */
+ * Row numbers count the other dims in row-major order (the order of a reduced tensor). Rows
+ * may run at once on the thread pool: fn writes only its own row and per-row slots of ctx
+ * (see mp_row_aux.serial for one that accumulates across rows). */
 #define MP_ROWS_MAX_IN 3
 typedef void (*mp_row_fn)(const float *const *in, float *out, int64_t len, int64_t row,
                           void *ctx);
@@ -39,6 +41,8 @@ typedef struct {
     int n;
     mp_tensor *t[MP_ROWS_MAX_AUX];
     void **slot[MP_ROWS_MAX_AUX];
+    int serial;             /* fn accumulates across rows: run them in order on one thread
+                               (otherwise rows may run at once on the thread pool) */
 } mp_row_aux;
 mp_status mp_rows_map_aux(mp_tensor *const *ins, int n_in, int dim, mp_dtype out_dtype,
                           mp_row_fn fn, void *ctx, const mp_row_aux *aux, mp_tensor **out);

@@ -120,6 +120,7 @@ static mp_status ln_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     for (int i = 0; i < 2 && st == MP_OK; i++)
         if (n->next[1 + i].node && (st = mp_acc_zeros(&shape2[1], 1, dev, &acc[i])) == MP_OK)
             aux_add(&aux, acc[i], i ? (void *)&c.db : (void *)&c.dw);
+    aux.serial = acc[0] || acc[1];        /* dw, db sum over the rows in order */
     if (st == MP_OK)
         st = mp_tensor_contiguous(gout[0], &gc);
     if (st == MP_OK)

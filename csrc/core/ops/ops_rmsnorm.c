@@ -74,7 +74,8 @@ static mp_status rms_backward_run(mp_node *n, mp_tensor *g2, rms_ctx *c, mp_tens
         return MP_ERR_RUNTIME;
     mp_tensor *ins[2] = {x2, g2};
     mp_dtype dt = mp_dtype_is_float(g2->dtype) ? g2->dtype : MP_DTYPE_FLOAT32;
-    mp_status st = mp_rows_map(ins, 2, 1, dt, rms_grad_row, c, &dx2);
+    mp_row_aux serial = {.serial = c->dw != NULL};    /* dw sums over the rows in order */
+    mp_status st = mp_rows_map_aux(ins, 2, 1, dt, rms_grad_row, c, &serial, &dx2);
     int nd;
     const int64_t *shape;
     if (st == MP_OK && n->next[0].node) {
