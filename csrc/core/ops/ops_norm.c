@@ -1,11 +1,12 @@
 /* ops_norm.c - layer_norm over the last n dims, with backward for input, weight and bias.
  * The input is viewed as (rows, M) with M = prod(normalized_shape); per-row mean and biased
- * variance are computed in double, the normalised values in fp32, output in the input dtype.
+ * variance are summed in double, the normalised values in fp32, output in the input dtype.
  * weight/bias may have any float dtype (used as fp32); their gradients are returned in fp32. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../cpu/dispatch.h"
 #include "../amp/autocast.h"
 #include "../copy.h"
 #include "../reduce.h"
@@ -21,45 +22,75 @@ typedef struct {
     double *dw, *db;            /* backward: per-column sums, or NULL */
 } ln_ctx;
 
+#define LN_SEG 256
+
+/* mean and biased variance as double sums of the dispatch table's vector reductions: the
+ * mean of x, then the sum of squares of the centred values (x - mean in fp32, the values the
+ * output is made of; each square exact in double), a segment of LN_SEG at a time */
 static void ln_row(const float *const *in, float *out, int64_t m, int64_t row, void *vctx)
 {
     ln_ctx *c = vctx;
     const float *x = in[0];
-    double mean = mp_sum_f32(x, m) / (double)m, v = mp_sum_sq_dev_f32(x, m, mean);
-    float mu = (float)mean, rstd = (float)(1.0 / sqrt(v / (double)m + c->eps));
-    for (int64_t i = 0; i < m; i++) {
-        float y = (x[i] - mu) * rstd;
-        if (c->w)
-            y *= c->w[i];
-        if (c->b)
-            y += c->b[i];
-        out[i] = y;
+    const mp_vmath *vm = &mp_cpu()->vm;
+    float mu = (float)(vm->sum(x, (size_t)m) / (double)m), xc[LN_SEG];
+    double v = 0.0;
+    for (int64_t i0 = 0; i0 < m; i0 += LN_SEG) {
+        int64_t n = m - i0 < LN_SEG ? m - i0 : LN_SEG;
+        for (int64_t i = 0; i < n; i++)
+            xc[i] = x[i0 + i] - mu;
+        v += vm->dot(xc, xc, (size_t)n);
     }
+    float rstd = (float)(1.0 / sqrt(v / (double)m + c->eps));
+    const float *w = c->w, *b = c->b;
+    if (w && b)
+        for (int64_t i = 0; i < m; i++)
+            out[i] = (x[i] - mu) * rstd * w[i] + b[i];
+    else
+        for (int64_t i = 0; i < m; i++) {
+            float y = (x[i] - mu) * rstd;
+            if (w)
+                y *= w[i];
+            if (b)
+                y += b[i];
+            out[i] = y;
+        }
     c->mean[row] = mu;
     c->rstd[row] = rstd;
 }
 
 /* dx = rstd * (dy - mean(dy) - xhat * mean(dy * xhat)) with dy = g * w; also accumulates
- * dw += g * xhat and db += g. */
+ * dw += g * xhat and db += g. The row goes in segments through stack buffers of xhat and dy
+ * so that the two row sums are the dispatch table's vector reductions (double partials in a
+ * fixed order, the same bits on every ISA) instead of two dependent chains of double adds. */
 static void ln_grad_row(const float *const *in, float *out, int64_t m, int64_t row, void *vctx)
 {
     ln_ctx *c = vctx;
-    const float *x = in[0], *g = in[1];
-    float mu = c->mean[row], rs = c->rstd[row];
-    double s1 = 0.0, s2 = 0.0;
-    for (int64_t i = 0; i < m; i++) {
-        float xhat = (x[i] - mu) * rs, dy = c->w ? g[i] * c->w[i] : g[i];
-        s1 += dy;
-        s2 += (double)dy * xhat;
-        if (c->dw)
-            c->dw[i] += (double)g[i] * xhat;
-        if (c->db)
-            c->db[i] += g[i];
+    const float *x = in[0], *g = in[1], *w = c->w;
+    const mp_vmath *vm = &mp_cpu()->vm;
+    float mu = c->mean[row], rs = c->rstd[row], xh[LN_SEG], dy[LN_SEG];
+    double s1 = 0.0, s2 = 0.0, *dw = c->dw, *db = c->db;
+    for (int64_t i0 = 0; i0 < m; i0 += LN_SEG) {
+        int64_t n = m - i0 < LN_SEG ? m - i0 : LN_SEG;
+        const float *xs = x + i0, *gs = g + i0;
+        for (int64_t i = 0; i < n; i++)
+            xh[i] = (xs[i] - mu) * rs;
+        if (w)
+            for (int64_t i = 0; i < n; i++)
+                dy[i] = gs[i] * w[i0 + i];
+        const float *d = w ? dy : gs;
+        s1 += vm->sum(d, (size_t)n);
+        s2 += vm->dot(d, xh, (size_t)n);
+        if (dw)
+            for (int64_t i = 0; i < n; i++)
+                dw[i0 + i] += (double)gs[i] * xh[i];
+        if (db)
+            for (int64_t i = 0; i < n; i++)
+                db[i0 + i] += gs[i];
     }
     float a1 = (float)(s1 / (double)m), a2 = (float)(s2 / (double)m);
     for (int64_t i = 0; i < m; i++) {
-        float xhat = (x[i] - mu) * rs, dy = c->w ? g[i] * c->w[i] : g[i];
-        out[i] = rs * (dy - a1 - xhat * a2);
+        float xhat = (x[i] - mu) * rs, d = w ? g[i] * w[i] : g[i];
+        out[i] = rs * (d - a1 - xhat * a2);
     }
 }
 
