@@ -261,6 +261,21 @@ def format_table(title, rows):
     return "\n".join(lines)
 
 
+def speed_note(device):
+    """Why a low-precision step is not faster than fp32 on this CPU, or None."""
+    if str(device).startswith("cuda"):
+        return None
+    lines = []
+    if not mpamp.cpu.is_bf16_supported():
+        lines.append("note: this CPU has no bf16 arithmetic (AVX512_BF16 or AMX), so bf16 "
+                     "products widen to fp32 while packing and run the fp32 kernel: bf16 saves "
+                     "memory, not time, and its casts can make the step slower than fp32.")
+    lines.append("note: CPUs have no fp16 arithmetic, so fp16 products run the fp32 kernel "
+                 "too; autocast's casts and GradScaler's unscale and inf check are the extra "
+                 "cost of an fp16 step.")
+    return "\n".join(lines)
+
+
 def plot(results, path):
     """Loss curves per model as a PNG; False when matplotlib is missing."""
     try:
@@ -318,6 +333,9 @@ def main(argv=None):
     print("\ntime/step excludes the first steps (warm-up); peak mem is the allocator's bytes in "
           "use for the model, its gradients, optimizer state and activations, sampled after "
           "forward and backward; final loss is the mean of the last 10% of steps.")
+    note = speed_note(args.device)
+    if note:
+        print(note)
     print(f"\nCheckpoints ({len(written)}): {args.out}{os.sep}"
           f"{{document,wide}}_{{fp32,fp16,bf16}}.pth")
     png = os.path.join(args.out, "loss_curves.png")

@@ -100,6 +100,17 @@ def test_short_run_writes_tables_and_checkpoints(tmp_path, capsys):
 DTYPE_PREFIX = ("fp32", "fp16", "bf16")
 
 
+def test_speed_note_gives_the_reason_low_precision_is_not_faster(monkeypatch):
+    monkeypatch.setattr(mpamp.cpu, "is_bf16_supported", lambda: False)
+    note = demo.speed_note("cpu")
+    assert "no bf16 arithmetic" in note and "no fp16 arithmetic" in note
+    monkeypatch.setattr(mpamp.cpu, "is_bf16_supported", lambda: True)
+    note = demo.speed_note("cpu")
+    assert "bf16" not in note.split("fp16")[0] and "no fp16 arithmetic" in note
+    assert demo.speed_note("cuda") is None
+    assert all(line.startswith("note: ") for line in note.splitlines())
+
+
 @needs_training
 def test_module_entry_point_with_plain_progress_bar(tmp_path):
     proc = run_python("import runpy, sys; sys.argv = ['mpamp.demo', '--steps', '5', "
