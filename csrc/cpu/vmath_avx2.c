@@ -26,6 +26,7 @@ MP_INLINE vm vm_lt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 MP_INLINE vm vm_gt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 MP_INLINE vm vm_eq(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
 MP_INLINE vm vm_nan(vf a) { return _mm256_cmp_ps(a, a, _CMP_UNORD_Q); }
+MP_INLINE int vm_all(vm m) { return _mm256_movemask_ps(m) == 0xff; }
 MP_INLINE vf vf_sel(vm m, vf a, vf b) { return _mm256_blendv_ps(b, a, m); }
 MP_INLINE vi vi_mask(vm m) { return _mm256_castps_si256(m); }
 MP_INLINE vi vi_of(vf a) { return _mm256_castps_si256(a); }

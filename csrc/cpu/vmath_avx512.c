@@ -29,6 +29,7 @@ MP_INLINE vm vm_lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 MP_INLINE vm vm_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 MP_INLINE vm vm_eq(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
 MP_INLINE vm vm_nan(vf a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q); }
+MP_INLINE int vm_all(vm m) { return m == 0xffff; }
 MP_INLINE vf vf_sel(vm m, vf a, vf b) { return _mm512_mask_blend_ps(m, b, a); }
 MP_INLINE vi vi_mask(vm m) { return _mm512_maskz_mov_epi32(m, _mm512_set1_epi32(-1)); }
 MP_INLINE vi vi_of(vf a) { return _mm512_castps_si512(a); }

@@ -1,17 +1,20 @@
 /* vmath_body.h - the one definition of the vector math functions (vmath.h), written over a
  * lane type: included by vmath_scalar.c (one float per "vector"), vmath_avx2.c (__m256) and
  * vmath_avx512.c (__m512, masks in k registers)
- * after they define the primitives below. Every function is a fixed sequence of IEEE
- * single-precision operations - no FMA, no table lookups, no data-dependent branches - so the
- * scalar and the vector instantiations give the same bits for every input (vmath_check.c
- * checks it), whatever the ISA the process runs on.
+ * after they define the primitives below. Every lane's result is a fixed sequence of IEEE
+ * single-precision operations - no FMA, no table lookups - so the scalar and the vector
+ * instantiations give the same bits for every input (vmath_check.c checks it), whatever the
+ * ISA the process runs on. The one kind of branch is vm_all: when every lane of a vector is in
+ * one regime, the other regime's operations (whose results would be discarded by a select)
+ * are skipped; a lane's operations stay the same.
  *
  * Primitives the includer defines (vf: floats, vi: int32, vm: lane mask):
  *   vf_set vi_set; vf_add vf_sub vf_mul vf_div; vf_and vf_or (bitwise on floats);
  *   vf_min(a, b) = a < b ? a : b, vf_max(a, b) = a > b ? a : b (MINPS/MAXPS: b on NaN);
  *   vm_lt vm_gt vm_eq (ordered, false on NaN), vm_nan; vf_sel(m, a, b) = m ? a : b;
  *   vi_of/vf_of (bit casts); vi_add vi_sub vi_and vi_or; vi_sra vi_sll (by a constant);
- *   vf_cvt (int32 -> float, exact for the small values used here); vi_mask(m) = m ? -1 : 0.
+ *   vf_cvt (int32 -> float, exact for the small values used here); vi_mask(m) = m ? -1 : 0;
+ *   vm_all(m): every lane of m is set.
  * Errors quoted below are maxima over all 2^32 inputs against a float64 reference, measured
  * by vmath_check.c; subnormal results in units of 2^-149. tests/test_vmath.py keeps them. */
 #ifndef MP_CPU_VMATH_BODY_H
@@ -241,10 +244,9 @@ typedef struct {
     vf phi, scale;
 } vm_cdf;
 
-static inline vm_cdf vm_phi(vf x, vf e2s)
+/* Phi(x) where |z| = |x| / sqrt 2 < 0.875: (1 + z + z Q(z^2)) / 2 */
+static inline vf vm_phi_small(vf z)
 {
-    vf z = vf_mul(x, vf_set(VM_SQRT1_2));
-    vf a = vm_abs(z);
     vf zz = vf_mul(z, z);
     vf q = vf_set(8.7140601e-05f);
     q = vf_add(vf_mul(q, zz), vf_set(-0.000822051836f));
@@ -254,7 +256,21 @@ static inline vm_cdf vm_phi(vf x, vf e2s)
     q = vf_add(vf_mul(q, zz), vf_set(-0.376126379f));
     q = vf_add(vf_mul(q, zz), vf_set(0.128379166f));
     vf erf_small = vf_add(z, vf_mul(z, q));
-    vf small = vf_mul(vf_add(vf_set(1.0f), erf_small), vf_set(0.5f));
+    return vf_mul(vf_add(vf_set(1.0f), erf_small), vf_set(0.5f));
+}
+
+/* every lane of x in vm_phi_small's range (false on NaN): activations of trained networks
+ * mostly are, and the erfc half of vm_phi is then skipped */
+static inline int vm_phi_all_small(vf x)
+{
+    return vm_all(vm_lt(vm_abs(vf_mul(x, vf_set(VM_SQRT1_2))), vf_set(0.875f)));
+}
+
+static inline vm_cdf vm_phi(vf x, vf e2s)
+{
+    vf z = vf_mul(x, vf_set(VM_SQRT1_2));
+    vf a = vm_abs(z);
+    vf small = vm_phi_small(z);
     vm near = vm_lt(a, vf_set(2.25f));
     vf inv = vf_div(vf_set(1.0f), a);
     vf t = vf_sub(inv, vf_sel(near, vf_set(0.793650806f), vf_set(0.269392043f)));
@@ -277,6 +293,8 @@ static inline vm_cdf vm_phi(vf x, vf e2s)
  * gelu(-inf) = NaN, as torch. */
 static inline vf vm_gelu(vf x)
 {
+    if (vm_phi_all_small(x))           /* x Phi(x) times a scale of 1, for no NaN lane */
+        return vf_mul(x, vm_phi_small(vf_mul(x, vf_set(VM_SQRT1_2))));
     vm_cdf c = vm_phi(x, vm_exp_neg_half_sq(vm_abs(x)));
     return vm_nan_fix(x, vf_mul(vf_mul(x, c.phi), c.scale));
 }
@@ -286,6 +304,10 @@ static inline vf vm_gelu(vf x)
 static inline vf vm_gelu_grad(vf x)
 {
     vf e2s = vm_exp_neg_half_sq(vm_abs(x));
+    if (vm_phi_all_small(x)) {         /* scale 1: e2s 2^-64 is e^(-x^2 / 2) */
+        vf pdf = vf_mul(vf_mul(e2s, vf_set(VM_TAIL_SCALE)), vf_set(VM_INV_SQRT_2PI));
+        return vf_add(vm_phi_small(vf_mul(x, vf_set(VM_SQRT1_2))), vf_mul(x, pdf));
+    }
     vm_cdf c = vm_phi(x, e2s);
     /* e2s 2^-64 where the scale is 1: the one rounding of e^(-x^2 / 2) */
     vf e2 = vf_mul(e2s, vf_sel(vm_eq(c.scale, vf_set(1.0f)), vf_set(VM_TAIL_SCALE),

@@ -23,6 +23,7 @@ static inline vm vm_lt(vf a, vf b) { return a < b; }
 static inline vm vm_gt(vf a, vf b) { return a > b; }
 static inline vm vm_eq(vf a, vf b) { return a == b; }
 static inline vm vm_nan(vf a) { return a != a; }
+static inline int vm_all(vm m) { return m; }
 static inline vf vf_sel(vm m, vf a, vf b) { return m ? a : b; }
 static inline vi vi_mask(vm m) { return m ? -1 : 0; }
 
