@@ -226,6 +226,14 @@ for dt in (mpamp.float32, mpamp.bfloat16):
         y.backward(g)
         parts += [y.detach().float().numpy().tobytes(), a.grad.float().numpy().tobytes()]
     a = x.detach().requires_grad_()
+    w = mpamp.tensor(rng.standard_normal(133).astype(np.float32)).requires_grad_()
+    b = mpamp.tensor(rng.standard_normal(133).astype(np.float32)).requires_grad_()
+    y = F.layer_norm(a, (133,), w, b)
+    y.backward(g)
+    parts += [y.detach().float().numpy().tobytes(), a.grad.float().numpy().tobytes(),
+              w.grad.numpy().tobytes(), b.grad.numpy().tobytes(),
+              x.sum(0).float().numpy().tobytes(), x.float().sum(0).numpy().tobytes()]
+    a = x.detach().requires_grad_()
     loss = F.cross_entropy(a, t, label_smoothing=0.1)
     loss.backward()
     parts += [loss.detach().float().numpy().tobytes(), a.grad.float().numpy().tobytes()]

@@ -93,10 +93,8 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
                 tmp[i] = (float)mp_load_f64(c->dt, p + i * step);
         if (strides[0] == 0) {
             acc[0] += sum_chunk(buf, m);
-        } else if (strides[0] == 1) {          /* column sums: a loop the compiler vectorises */
-            double *a = acc + i0;
-            for (int64_t i = 0; i < m; i++)
-                a[i] += buf[i];
+        } else if (strides[0] == 1) {          /* column sums: the ISA's vector adds */
+            c->k->vm.acc(acc + i0, buf, (size_t)m);
         } else {
             double *a = acc + i0 * strides[0];
             for (int64_t i = 0; i < m; i++)

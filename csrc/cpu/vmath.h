@@ -43,6 +43,8 @@ typedef struct {
     double (*dot)(const float *x, const float *y, size_t n);
     /* y[i] = e^(x[i] - shift) (the subtraction in fp32); returns the sum of the y[i] */
     double (*exp_sum)(const float *x, float shift, float *y, size_t n);
+    /* acc[i] += x[i] in double (column sums: one add per element, the same bits anywhere) */
+    void (*acc)(double *acc, const float *x, size_t n);
 } mp_vmath;
 
 /* In vmath_scalar.c, vmath_avx2.c and vmath_avx512.c (x86-64 only). */

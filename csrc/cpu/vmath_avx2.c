@@ -174,6 +174,20 @@ static double dot_avx2(const float *x, const float *y, size_t n)
     return partials_combine(&s);
 }
 
+static void acc_avx2(double *acc, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+        __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+        _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), lo));
+        _mm256_storeu_pd(acc + i + 4, _mm256_add_pd(_mm256_loadu_pd(acc + i + 4), hi));
+    }
+    for (; i < n; i++)
+        acc[i] += (double)x[i];
+}
+
 static double exp_sum_avx2(const float *x, float shift, float *y, size_t n)
 {
     partials s;
@@ -215,5 +229,6 @@ void mp_vmath_fill_avx2(mp_vmath *v)
     v->max = max_avx2;
     v->sum = sum_avx2;
     v->dot = dot_avx2;
+    v->acc = acc_avx2;
     v->exp_sum = exp_sum_avx2;
 }

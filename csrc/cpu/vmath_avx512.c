@@ -143,6 +143,20 @@ static double dot_avx512(const float *x, const float *y, size_t n)
     return partials_combine(&s);
 }
 
+static void acc_avx512(double *acc, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+        __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i), lo));
+        _mm512_storeu_pd(acc + i + 8, _mm512_add_pd(_mm512_loadu_pd(acc + i + 8), hi));
+    }
+    for (; i < n; i++)
+        acc[i] += (double)x[i];
+}
+
 static double exp_sum_avx512(const float *x, float shift, float *y, size_t n)
 {
     partials s = {_mm512_setzero_pd(), _mm512_setzero_pd()};
@@ -177,5 +191,6 @@ void mp_vmath_fill_avx512(mp_vmath *v)
     v->max = max_avx512;
     v->sum = sum_avx512;
     v->dot = dot_avx512;
+    v->acc = acc_avx512;
     v->exp_sum = exp_sum_avx512;
 }

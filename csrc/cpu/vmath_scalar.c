@@ -108,6 +108,12 @@ static double dot_scalar(const float *x, const float *y, size_t n)
     return combine(p);
 }
 
+static void acc_scalar(double *acc, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] += (double)x[i];
+}
+
 static double exp_sum_scalar(const float *x, float shift, float *y, size_t n)
 {
     double p[MP_VM_LANES] = {0.0};
@@ -133,6 +139,7 @@ void mp_vmath_fill_scalar(mp_vmath *v)
     v->max = max_scalar;
     v->sum = sum_scalar;
     v->dot = dot_scalar;
+    v->acc = acc_scalar;
     v->exp_sum = exp_sum_scalar;
 }
 

@@ -88,6 +88,15 @@ int main(int argc, char **argv)
                 printf("MISMATCH exp_sum n=%zu off=%d\n", n, off);
                 return 1;
             }
+            double d1[96], d2[96];            /* acc: column sums into doubles */
+            for (size_t i = 0; i < n; i++)
+                d1[i] = d2[i] = (double)xb[i] * 1e3;
+            s.acc(d1, xa, n);
+            v.acc(d2, xa, n);
+            if (n && memcmp(d1, d2, n * sizeof(double))) {
+                printf("MISMATCH acc n=%zu off=%d\n", n, off);
+                return 1;
+            }
         }
     printf("ok reductions\n");
     return 0;
