@@ -136,11 +136,60 @@ static void copy_range(void *ctx, int64_t begin, int64_t end)
     copy_run(ptrs, unit, end - begin, &f->c);
 }
 
+/* bytes from src to dst in fixed-size moves the compiler inlines: the rows of a head
+ * reshape are 16-64 floats, and a libc call per row cost more than the row */
+static inline void copy_short(char *d, const char *s, size_t bytes)
+{
+    for (; bytes >= 32; bytes -= 32, d += 32, s += 32)
+        memcpy(d, s, 32);
+    if (bytes >= 16)
+        memcpy(d, s, 16), bytes -= 16, d += 16, s += 16;
+    if (bytes >= 8)
+        memcpy(d, s, 8), bytes -= 8, d += 8, s += 8;
+    if (bytes >= 4)
+        memcpy(d, s, 4), bytes -= 4, d += 4, s += 4;
+    if (bytes >= 2)
+        memcpy(d, s, 2), bytes -= 2, d += 2, s += 2;
+    if (bytes)
+        *d = *s;
+}
+
+#define SHORT_ROW_BYTES 512
+
+/* A same-dtype copy whose runs are short and unit-stride on both sides (transpose +
+ * contiguous of attention heads, cat, split's backward): the two innermost dims as a loop
+ * of inline row copies, the outer dims by an odometer. 0 when the walk is not of that kind. */
+static int copy_short_rows(const mp_iter *it, size_t sz)
+{
+    int in = it->ndim - 1, mid = in - 1;
+    size_t bytes = (size_t)it->shape[in] * sz;
+    if (it->ndim < 2 || it->strides[0][in] != 1 || it->strides[1][in] != 1 ||
+        bytes > SHORT_ROW_BYTES)
+        return 0;
+    int64_t rows = it->shape[mid], outer = it->numel / (rows * it->shape[in]);
+    int64_t dstep = it->strides[0][mid] * (int64_t)sz, sstep = it->strides[1][mid] * (int64_t)sz;
+    int64_t idx[MP_MAX_DIMS] = {0};
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t doff = 0, soff = 0;
+        for (int d = 0; d < mid; d++)
+            doff += idx[d] * it->strides[0][d], soff += idx[d] * it->strides[1][d];
+        char *dp = it->base[0] + doff * (int64_t)sz;
+        const char *sp = it->base[1] + soff * (int64_t)sz;
+        for (int64_t r = 0; r < rows; r++, dp += dstep, sp += sstep)
+            copy_short(dp, sp, bytes);
+        for (int d = mid - 1; d >= 0 && ++idx[d] == it->shape[d]; d--)
+            idx[d] = 0;
+    }
+    return 1;
+}
+
 mp_status mp_cpu_copy_kernel(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg)
 {
     (void)msg;
     copy_ctx c = {dst, src, mp_cpu()};
     int64_t n = it->numel;
+    if (dst == src && n > 0 && copy_short_rows(it, mp_dtype_size(dst)))
+        return MP_OK;
     if (n >= 2 * MP_COPY_GRAIN && it->ndim == 1 && it->strides[0][0] == 1 &&
         it->strides[1][0] == 1) {
         flat_copy f = {c, it->base[0], it->base[1]};
