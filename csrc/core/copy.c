@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "../cpu/copy_bytes.h"
 #include "../cpu/dispatch.h"
 #include "../cpu/parallel.h"
 #include "../shared/mp_half.h"
@@ -136,24 +137,6 @@ static void copy_range(void *ctx, int64_t begin, int64_t end)
     copy_run(ptrs, unit, end - begin, &f->c);
 }
 
-/* bytes from src to dst in fixed-size moves the compiler inlines: the rows of a head
- * reshape are 16-64 floats, and a libc call per row cost more than the row */
-static inline void copy_short(char *d, const char *s, size_t bytes)
-{
-    for (; bytes >= 32; bytes -= 32, d += 32, s += 32)
-        memcpy(d, s, 32);
-    if (bytes >= 16)
-        memcpy(d, s, 16), bytes -= 16, d += 16, s += 16;
-    if (bytes >= 8)
-        memcpy(d, s, 8), bytes -= 8, d += 8, s += 8;
-    if (bytes >= 4)
-        memcpy(d, s, 4), bytes -= 4, d += 4, s += 4;
-    if (bytes >= 2)
-        memcpy(d, s, 2), bytes -= 2, d += 2, s += 2;
-    if (bytes)
-        *d = *s;
-}
-
 #define SHORT_ROW_BYTES 512
 
 /* A same-dtype copy whose runs are short and unit-stride on both sides (transpose +
@@ -176,7 +159,7 @@ static int copy_short_rows(const mp_iter *it, size_t sz)
         char *dp = it->base[0] + doff * (int64_t)sz;
         const char *sp = it->base[1] + soff * (int64_t)sz;
         for (int64_t r = 0; r < rows; r++, dp += dstep, sp += sstep)
-            copy_short(dp, sp, bytes);
+            mp_copy_bytes(dp, sp, bytes);
         for (int d = mid - 1; d >= 0 && ++idx[d] == it->shape[d]; d--)
             idx[d] = 0;
     }

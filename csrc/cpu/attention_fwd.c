@@ -90,9 +90,11 @@ static void online_block(const mp_attn_args *a, const mp_vmath *vm, float *p, in
                          const float *z, float *t, float *e)
 {
     int64_t ev = a->Ev;
+    unsigned char none[ATTN_BR];        /* no key of the row takes part yet */
     for (int64_t r = 0; r < br; r++) {
         float *pr = p + r * ATTN_BC;
         int64_t n = mp_attn_row_keys(a, i0 + r, j0, bc);
+        none[r] = 0;
         float mo = m[r], mx = n > 0 ? vm->max(pr, (size_t)n) : -INFINITY;
         float mn = mx > mo ? mx : mo;
         if (mn == -INFINITY) {
@@ -102,23 +104,23 @@ static void online_block(const mp_attn_args *a, const mp_vmath *vm, float *p, in
             if (!nan) {                 /* nothing takes part yet: no contribution */
                 memset(pr, 0, sizeof(float) * (size_t)bc);
                 t[r] = 0.0f;            /* e^0: nothing to rescale */
+                none[r] = 1;
                 continue;
             }
             mn = 0.0f;                  /* let the NaNs through the exponentials */
         }
         t[r] = mo - mn;
         m[r] = mn;
-        l[r] = -l[r] - 1.0;             /* marks the row for the pass below (l >= 0) */
     }
     vm->map[MP_VM_EXP](t, e, (size_t)br);
     for (int64_t r = 0; r < br; r++) {
-        if (l[r] >= 0.0)
-            continue;                   /* skipped above */
+        if (none[r])
+            continue;
         float *pr = p + r * ATTN_BC, alpha = e[r], *orow = o + r * ev;
         int64_t n = mp_attn_row_keys(a, i0 + r, j0, bc);
         double sum = vm->exp_sum(pr, m[r], pr, (size_t)n);
         memset(pr + n, 0, sizeof(float) * (size_t)(bc - n));   /* causally masked: e^-inf */
-        l[r] = (-l[r] - 1.0) * alpha + sum;
+        l[r] = l[r] * alpha + sum;
         if (alpha != 1.0f)
             for (int64_t c = 0; c < ev; c++)
                 orow[c] *= alpha;

@@ -16,6 +16,7 @@
 
 #include "../shared/mp_half.h"
 #include "../shared/mp_math.h"
+#include "copy_bytes.h"
 #include "gemm_pack.h"
 #include "parallel.h"
 
@@ -145,22 +146,6 @@ static float load_f(const void *p, mp_dtype dt, int64_t i)
     }
 }
 
-/* bytes (even) from src to dst in fixed-size moves the compiler inlines: a tile's rows are 16
- * or 32 floats, and a libc memcpy call per row cost more than the row. */
-static inline void copy_row(void *dst, const void *src, size_t bytes)
-{
-    char *d = dst;
-    const char *s = src;
-    for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
-        memcpy(d, s, 16);
-    if (bytes >= 8)
-        memcpy(d, s, 8), bytes -= 8, d += 8, s += 8;
-    if (bytes >= 4)
-        memcpy(d, s, 4), bytes -= 4, d += 4, s += 4;
-    if (bytes >= 2)
-        memcpy(d, s, 2);
-}
-
 /* C[i.., j..] for rows x cols from the fp32 accumulators acc (row stride ldacc; NULL: 0),
  * a row (up to EPI_ROW values) at a time: alpha, beta * C, bias and the activation in loops the
  * compiler vectorises, then the row goes to C - copied, or rounded by the dispatch table's
@@ -242,7 +227,7 @@ static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i,
             else if (cdt == MP_DTYPE_BFLOAT16)
                 pl->cvt->f32_to_bf16(v, (mp_bf16 *)g->c + at, (size_t)w);
             else if (v != (const float *)g->c + at)
-                copy_row((float *)g->c + at, v, sizeof(float) * (size_t)w);
+                mp_copy_bytes((float *)g->c + at, v, sizeof(float) * (size_t)w);
         }
     }
 }

@@ -42,18 +42,14 @@ static void ln_row(const float *const *in, float *out, int64_t m, int64_t row, v
     }
     float rstd = (float)(1.0 / sqrt(v / (double)m + c->eps));
     const float *w = c->w, *b = c->b;
-    if (w && b)
-        for (int64_t i = 0; i < m; i++)
-            out[i] = (x[i] - mu) * rstd * w[i] + b[i];
-    else
-        for (int64_t i = 0; i < m; i++) {
-            float y = (x[i] - mu) * rstd;
-            if (w)
-                y *= w[i];
-            if (b)
-                y += b[i];
-            out[i] = y;
-        }
+    for (int64_t i = 0; i < m; i++) {
+        float y = (x[i] - mu) * rstd;
+        if (w)
+            y *= w[i];
+        if (b)
+            y += b[i];
+        out[i] = y;
+    }
     c->mean[row] = mu;
     c->rstd[row] = rstd;
 }
