@@ -11,8 +11,10 @@ static inline void mp_copy_bytes(void *dst, const void *src, size_t bytes)
 {
     char *d = dst;
     const char *s = src;
-    for (; bytes >= 16; bytes -= 16, d += 16, s += 16)
-        memcpy(d, s, 16);
+    for (; bytes >= 32; bytes -= 32, d += 32, s += 32)
+        memcpy(d, s, 32);
+    if (bytes >= 16)
+        memcpy(d, s, 16), bytes -= 16, d += 16, s += 16;
     if (bytes >= 8)
         memcpy(d, s, 8), bytes -= 8, d += 8, s += 8;
     if (bytes >= 4)
