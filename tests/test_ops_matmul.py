@@ -511,3 +511,33 @@ def test_addmm_bias_shapes_take_the_same_values(rng):
         ref = 0.5 * biasn + 2.0 * (an @ bn)
         assert_product(out, ref, 2.0 * (np.abs(an) @ np.abs(bn)) + 0.5 * np.abs(biasn), 30,
                        "bfloat16")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed batch", "column-major rows"])
+def test_batch_summed_weight_gradients(rng, dtype, layout):
+    """A weight gradient sums one product per batch entry into one output. Where both operands
+    continue along K across the batch (contiguous (B, T, K) inputs), the batch becomes part of
+    K: one product big enough to use the threads. Other layouts sum product by product. Both
+    give the float64 reference within the bound for the whole contraction, and the same bits
+    on 1 and 2 threads."""
+    x, xn = make(rng, (32, 32, 64), dtype)
+    g, gn = make(rng, (32, 32, 96), dtype)
+    if layout == "transposed batch":                        # (T, B, K) views: no K fold
+        x, g = x.transpose(0, 1), g.transpose(0, 1)
+        xn, gn = xn.transpose(1, 0, 2), gn.transpose(1, 0, 2)
+    elif layout == "column-major rows":                     # each (T, K) slice transposed
+        x = x.transpose(1, 2).contiguous().transpose(1, 2)
+    w, wn = make(rng, (96, 64), dtype, True)
+    got, before = [], mpamp.get_num_threads()
+    try:
+        for threads in (1, 2):
+            mpamp.set_num_threads(threads)
+            w.grad = None
+            mpamp.linear(x, w).backward(g)
+            got.append(to_numpy(w.grad))
+    finally:
+        mpamp.set_num_threads(before)
+    np.testing.assert_array_equal(got[0], got[1])
+    g2, x2 = gn.reshape(-1, 96), xn.reshape(-1, 64)
+    assert_product(w.grad, g2.T @ x2, np.abs(g2.T) @ np.abs(x2), 1024, dtype)
