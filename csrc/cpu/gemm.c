@@ -165,35 +165,47 @@ static inline void prefetch_row(const char *p, size_t bytes)
     __builtin_prefetch(p + bytes - 1, 1, 3);
 }
 
-/* v[0..w) = act(alpha * acc + beta * c + bias), each term only where it is present, in that
- * order of operations (the bits of every combination), one pass over the row: the common
- * linear-layer cases (bias alone, bias + ReLU) are loops of their own on locals, since with
- * the build's -fno-strict-aliasing a loop through the args would reload them per element. */
-static void epilogue_row(float *v, const float *acc, const float *c, const float *bias,
+/* v[0..w) = act(alpha * acc + beta * C + bias), each term only where it is present, in that
+ * order of operations (the bits of every combination). with_c: v holds the row of (fp32) C
+ * on entry. The common linear-layer cases (bias alone, bias + ReLU) are loops of their own on
+ * locals, since with the build's -fno-strict-aliasing a loop through the args would reload
+ * them per element; the rest is one simple pass per term, each of which the compiler
+ * vectorises (one loop testing every term per element stayed scalar: 1 ns per element, more
+ * than the micro-kernel itself in attention's small scaled products). */
+static void epilogue_row(float *v, const float *acc, int with_c, const float *bias,
                          float alpha, float beta, int act, int64_t w)
 {
-    if (acc && alpha == 1.0f && !c && bias && act == MP_GEMM_ACT_NONE) {
+    if (acc && alpha == 1.0f && !with_c && bias && act == MP_GEMM_ACT_NONE) {
         for (int64_t q = 0; q < w; q++)
             v[q] = acc[q] + bias[q];
         return;
     }
-    if (acc && alpha == 1.0f && !c && bias && act == MP_GEMM_ACT_RELU) {
+    if (acc && alpha == 1.0f && !with_c && bias && act == MP_GEMM_ACT_RELU) {
         for (int64_t q = 0; q < w; q++)
             v[q] = mp_relu(acc[q] + bias[q]);
         return;
     }
-    for (int64_t q = 0; q < w; q++) {
-        float x = acc ? alpha * acc[q] : 0.0f;
-        if (c)                                /* only with an fp32 C */
-            x += beta * c[q];
-        if (bias)
-            x += bias[q];
-        if (act == MP_GEMM_ACT_RELU)
-            x = mp_relu(x);
-        else if (act == MP_GEMM_ACT_GELU)
-            x = mp_gelu(x);
-        v[q] = x;
-    }
+    if (acc && with_c)
+        for (int64_t q = 0; q < w; q++)
+            v[q] = alpha * acc[q] + beta * v[q];
+    else if (acc)
+        for (int64_t q = 0; q < w; q++)
+            v[q] = alpha * acc[q];
+    else if (with_c)
+        for (int64_t q = 0; q < w; q++)
+            v[q] = 0.0f + beta * v[q];
+    else
+        for (int64_t q = 0; q < w; q++)
+            v[q] = 0.0f;
+    if (bias)
+        for (int64_t q = 0; q < w; q++)
+            v[q] += bias[q];
+    if (act == MP_GEMM_ACT_RELU)
+        for (int64_t q = 0; q < w; q++)
+            v[q] = mp_relu(v[q]);
+    else if (act == MP_GEMM_ACT_GELU)
+        for (int64_t q = 0; q < w; q++)
+            v[q] = mp_gelu(v[q]);
 }
 
 static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i, int64_t j,
@@ -218,8 +230,7 @@ static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i,
             const float *v = ar;
             if (!plain) {                     /* an fp32 C takes the values in place */
                 float *dst = cdt == MP_DTYPE_FLOAT32 ? (float *)g->c + at : buf;
-                epilogue_row(dst, ar, beta != 0.0f ? (const float *)g->c + at : NULL, bias,
-                             alpha, beta, act, w);
+                epilogue_row(dst, ar, beta != 0.0f, bias, alpha, beta, act, w);
                 v = dst;
             }
             if (cdt == MP_DTYPE_FLOAT16)
