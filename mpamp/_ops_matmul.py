@@ -84,8 +84,8 @@ def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     """Zero each element with probability p and scale the rest by 1/(1-p) (training only)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training:
-        return input
+    if not training or p == 0.0 or input.numel() == 0:
+        return input                       # torch too: the input itself, no node, no draw
     out = default_generator._draw(_C._dropout, input, p)
     if inplace:
         return input.copy_(out)

@@ -239,8 +239,11 @@ def test_dropout_edge_probabilities_eval_and_inplace():
     x = mpamp.tensor([1.0, -2.0, float("nan")], requires_grad=True)
     assert mpamp.dropout(x, 0.5, training=False) is x
     before = _rng_state()
-    same = mpamp.dropout(x, 0.0)
-    np.testing.assert_array_equal(to_numpy(same), to_numpy(x))
+    assert mpamp.dropout(x, 0.0) is x                         # torch: the input itself
+    assert mpamp.dropout(x, 0.0, inplace=True) is x
+    assert mpamp.nn.Dropout(0.0)(x) is x
+    empty = mpamp.ones(0, 3)
+    assert mpamp.dropout(empty, 0.5) is empty
     zeros = mpamp.dropout(x, 1.0)
     np.testing.assert_array_equal(to_numpy(zeros)[:2], [0.0, 0.0])
     assert np.isnan(to_numpy(zeros)[2])                      # NaN * 0, as torch
