@@ -390,6 +390,39 @@ def test_layer_norm_noncontiguous_mixed_params_and_nan(rng):
     assert (const == 0).all()                                # var 0: eps keeps it finite
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("needs", ["all", "params only"])
+def test_layer_norm_parameter_gradients_on_threads(rng, dtype, needs):
+    """Wide rows (past the kernel's 256-column segments) and enough of them that the weight
+    and bias sums split across threads by columns: the float64 reference's values, the same
+    bits on 1 and 2 threads, and the input gradient only when the input asks for one."""
+    shape, m = (3, 32, 600), 600
+    x = mk(data(rng, shape) + 0.5, dtype, requires_grad=needs == "all")
+    w = mk(data(rng, (m,), 1.0), dtype, requires_grad=True)
+    b = mk(data(rng, (m,), 1.0), dtype, requires_grad=True)
+    g = mk(data(rng, shape), dtype)
+    runs, before = [], mpamp.get_num_threads()
+    try:
+        for threads in (1, 2):
+            mpamp.set_num_threads(threads)
+            for t in (x, w, b):
+                t.grad = None
+            mpamp.layer_norm(x, (m,), w, b).backward(g)
+            runs.append([to_numpy(t.grad) for t in (w, b)] +
+                        ([to_numpy(x.grad)] if needs == "all" else []))
+    finally:
+        mpamp.set_num_threads(before)
+    for a, c in zip(*runs):
+        np.testing.assert_array_equal(a, c)
+    assert (x.grad is None) == (needs != "all")
+    dx, dw, db = np_layer_norm_grad(to_numpy(x), 1, to_numpy(w), to_numpy(g), 1e-5)
+    check(w.grad, dw, dtype)
+    check(b.grad, db, dtype)
+    if needs == "all":
+        loose = {"float32": None, "float16": 5e-3, "bfloat16": 4e-2}[dtype]
+        check(x.grad, dx, dtype, rtol=loose, atol=loose and loose / 10)
+
+
 def test_layer_norm_errors():
     x = mpamp.zeros(3, 4)
     with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[5\], expected input with "

@@ -226,7 +226,8 @@ const char *mp_kernel_name(mp_kernel_id id)
         [MP_KERNEL_MASK] = "mask", [MP_KERNEL_EMBEDDING] = "embedding",
         [MP_KERNEL_EMBEDDING_BACKWARD] = "embedding_backward",
         [MP_KERNEL_DROPOUT] = "dropout", [MP_KERNEL_NLL] = "nll_loss",
-        [MP_KERNEL_NLL_BACKWARD] = "nll_loss_backward"};
+        [MP_KERNEL_NLL_BACKWARD] = "nll_loss_backward",
+        [MP_KERNEL_NORM_PARAM_GRADS] = "norm_param_grads"};
     return (unsigned)id < MP_KERNEL_COUNT && names[id] ? names[id] : "unknown";
 }
 

@@ -45,6 +45,8 @@ typedef struct {
     double (*exp_sum)(const float *x, float shift, float *y, size_t n);
     /* acc[i] += x[i] in double (column sums: one add per element, the same bits anywhere) */
     void (*acc)(double *acc, const float *x, size_t n);
+    /* acc[i] += x[i] * y[i], the product exact in double, then one add (weight gradients) */
+    void (*acc_mul)(double *acc, const float *x, const float *y, size_t n);
 } mp_vmath;
 
 /* In vmath_scalar.c, vmath_avx2.c and vmath_avx512.c (x86-64 only). */

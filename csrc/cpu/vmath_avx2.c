@@ -188,6 +188,18 @@ static void acc_avx2(double *acc, const float *x, size_t n)
         acc[i] += (double)x[i];
 }
 
+static void acc_mul_avx2(double *acc, const float *x, const float *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256d p = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(x + i)),
+                                  _mm256_cvtps_pd(_mm_loadu_ps(y + i)));
+        _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), p));
+    }
+    for (; i < n; i++)
+        acc[i] += (double)x[i] * (double)y[i];
+}
+
 static double exp_sum_avx2(const float *x, float shift, float *y, size_t n)
 {
     partials s;
@@ -230,5 +242,6 @@ void mp_vmath_fill_avx2(mp_vmath *v)
     v->sum = sum_avx2;
     v->dot = dot_avx2;
     v->acc = acc_avx2;
+    v->acc_mul = acc_mul_avx2;
     v->exp_sum = exp_sum_avx2;
 }

@@ -157,6 +157,18 @@ static void acc_avx512(double *acc, const float *x, size_t n)
         acc[i] += (double)x[i];
 }
 
+static void acc_mul_avx512(double *acc, const float *x, const float *y, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d p = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(x + i)),
+                                  _mm512_cvtps_pd(_mm256_loadu_ps(y + i)));
+        _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i), p));
+    }
+    for (; i < n; i++)
+        acc[i] += (double)x[i] * (double)y[i];
+}
+
 static double exp_sum_avx512(const float *x, float shift, float *y, size_t n)
 {
     partials s = {_mm512_setzero_pd(), _mm512_setzero_pd()};
@@ -192,5 +204,6 @@ void mp_vmath_fill_avx512(mp_vmath *v)
     v->sum = sum_avx512;
     v->dot = dot_avx512;
     v->acc = acc_avx512;
+    v->acc_mul = acc_mul_avx512;
     v->exp_sum = exp_sum_avx512;
 }

@@ -114,6 +114,12 @@ static void acc_scalar(double *acc, const float *x, size_t n)
         acc[i] += (double)x[i];
 }
 
+static void acc_mul_scalar(double *acc, const float *x, const float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] += (double)x[i] * (double)y[i];
+}
+
 static double exp_sum_scalar(const float *x, float shift, float *y, size_t n)
 {
     double p[MP_VM_LANES] = {0.0};
@@ -140,6 +146,7 @@ void mp_vmath_fill_scalar(mp_vmath *v)
     v->sum = sum_scalar;
     v->dot = dot_scalar;
     v->acc = acc_scalar;
+    v->acc_mul = acc_mul_scalar;
     v->exp_sum = exp_sum_scalar;
 }
 

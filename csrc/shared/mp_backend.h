@@ -100,6 +100,7 @@ typedef enum {
     MP_KERNEL_DROPOUT,         /* ops_shape.c: Philox mask times 1/(1-p) */
     MP_KERNEL_NLL,             /* ops_loss_nll.c: per-row nll/cross_entropy + weight sum */
     MP_KERNEL_NLL_BACKWARD,    /* ops_loss_nll.c: its gradient rows */
+    MP_KERNEL_NORM_PARAM_GRADS, /* ops_norm.c: layer_norm's weight and bias gradient sums */
     MP_KERNEL_COUNT
 } mp_kernel_id;
 

@@ -97,6 +97,12 @@ int main(int argc, char **argv)
                 printf("MISMATCH acc n=%zu off=%d\n", n, off);
                 return 1;
             }
+            s.acc_mul(d1, xa, xb, n);         /* acc_mul: products summed into them */
+            v.acc_mul(d2, xa, xb, n);
+            if (n && memcmp(d1, d2, n * sizeof(double))) {
+                printf("MISMATCH acc_mul n=%zu off=%d\n", n, off);
+                return 1;
+            }
         }
     printf("ok reductions\n");
     return 0;

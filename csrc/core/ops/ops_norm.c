@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "../../cpu/dispatch.h"
+#include "../../cpu/parallel.h"
+#include "../../shared/mp_half.h"
 #include "../amp/autocast.h"
 #include "../copy.h"
 #include "../reduce.h"
@@ -19,7 +21,6 @@ typedef struct {
     const float *w, *b;         /* fp32, M elements, or NULL */
     float *mean, *rstd;         /* one per row */
     double eps;
-    double *dw, *db;            /* backward: per-column sums, or NULL */
 } ln_ctx;
 
 #define LN_SEG 256
@@ -54,17 +55,18 @@ static void ln_row(const float *const *in, float *out, int64_t m, int64_t row, v
     c->rstd[row] = rstd;
 }
 
-/* dx = rstd * (dy - mean(dy) - xhat * mean(dy * xhat)) with dy = g * w; also accumulates
- * dw += g * xhat and db += g. The row goes in segments through stack buffers of xhat and dy
- * so that the two row sums are the dispatch table's vector reductions (double partials in a
- * fixed order, the same bits on every ISA) instead of two dependent chains of double adds. */
+/* dx = rstd * (dy - mean(dy) - xhat * mean(dy * xhat)) with dy = g * w. The row goes in
+ * segments through stack buffers of xhat and dy so that the two row sums are the dispatch
+ * table's vector reductions (double partials in a fixed order, the same bits on every ISA)
+ * instead of two dependent chains of double adds. Rows are independent: they run on the
+ * thread pool; the weight and bias gradients are the column kernel below. */
 static void ln_grad_row(const float *const *in, float *out, int64_t m, int64_t row, void *vctx)
 {
     ln_ctx *c = vctx;
     const float *x = in[0], *g = in[1], *w = c->w;
     const mp_vmath *vm = &mp_cpu()->vm;
     float mu = c->mean[row], rs = c->rstd[row], xh[LN_SEG], dy[LN_SEG];
-    double s1 = 0.0, s2 = 0.0, *dw = c->dw, *db = c->db;
+    double s1 = 0.0, s2 = 0.0;
     for (int64_t i0 = 0; i0 < m; i0 += LN_SEG) {
         int64_t n = m - i0 < LN_SEG ? m - i0 : LN_SEG;
         const float *xs = x + i0, *gs = g + i0;
@@ -76,18 +78,104 @@ static void ln_grad_row(const float *const *in, float *out, int64_t m, int64_t r
         const float *d = w ? dy : gs;
         s1 += vm->sum(d, (size_t)n);
         s2 += vm->dot(d, xh, (size_t)n);
-        if (dw)
-            for (int64_t i = 0; i < n; i++)
-                dw[i0 + i] += (double)gs[i] * xh[i];
-        if (db)
-            for (int64_t i = 0; i < n; i++)
-                db[i0 + i] += gs[i];
     }
     float a1 = (float)(s1 / (double)m), a2 = (float)(s2 / (double)m);
     for (int64_t i = 0; i < m; i++) {
         float xhat = (x[i] - mu) * rs, d = w ? g[i] * w[i] : g[i];
         out[i] = rs * (d - a1 - xhat * a2);
     }
+}
+
+/* The MP_KERNEL_NORM_PARAM_GRADS kernel: dw[j] = sum over rows of g * xhat and db[j] = sum of
+ * g, in double, each column summed over the rows in order (the same bits for any thread
+ * count: threads take ranges of columns). Buffers: x and g (rows, m) contiguous, mean and
+ * rstd (rows) fp32, dw and db (m) doubles or NULL. */
+typedef struct {
+    int64_t rows, m;
+    mp_dtype xdt, gdt;
+} ln_param_args;
+
+typedef struct {
+    const ln_param_args *a;
+    void *const *buf;
+} ln_param_job;
+
+/* elements [at, at + n) of contiguous data of dtype dt as fp32: buf, or the data itself */
+static const float *load_span(mp_dtype dt, const void *data, int64_t at, int64_t n, float *buf)
+{
+    const mp_cpu_kernels *k = mp_cpu();
+    const char *p = (const char *)data + (size_t)at * mp_dtype_size(dt);
+    if (dt == MP_DTYPE_FLOAT16)
+        k->f16_to_f32((const mp_half *)(const void *)p, buf, (size_t)n);
+    else if (dt == MP_DTYPE_BFLOAT16)
+        k->bf16_to_f32((const mp_bf16 *)(const void *)p, buf, (size_t)n);
+    else
+        return (const float *)(const void *)p;
+    return buf;
+}
+
+/* Columns [c0, c1): the sums run in local buffers (the shared ones start at 0, so adding
+ * each total at the end gives the same bits), as the threads' column ranges would otherwise
+ * share the cache line at their boundary in every row. */
+static void ln_param_cols(void *vjob, int64_t c0, int64_t c1)
+{
+    const ln_param_job *j = vjob;
+    const ln_param_args *a = j->a;
+    const mp_vmath *vm = &mp_cpu()->vm;
+    const float *mean = j->buf[2], *rstd = j->buf[3];
+    float xb[LN_SEG], gb[LN_SEG], xh[LN_SEG];
+    double dw[LN_SEG], db[LN_SEG];
+    int want_w = j->buf[4] != NULL, want_b = j->buf[5] != NULL;
+    for (int64_t s0 = c0; s0 < c1; s0 += LN_SEG) {
+        int64_t n = c1 - s0 < LN_SEG ? c1 - s0 : LN_SEG;
+        memset(dw, 0, sizeof dw);
+        memset(db, 0, sizeof db);
+        for (int64_t r = 0; r < a->rows; r++) {
+            const float *g = load_span(a->gdt, j->buf[1], r * a->m + s0, n, gb);
+            if (want_w) {
+                const float *x = load_span(a->xdt, j->buf[0], r * a->m + s0, n, xb);
+                float mu = mean[r], rs = rstd[r];
+                for (int64_t i = 0; i < n; i++)
+                    xh[i] = (x[i] - mu) * rs;
+                vm->acc_mul(dw, g, xh, (size_t)n);
+            }
+            if (want_b)
+                vm->acc(db, g, (size_t)n);
+        }
+        for (int k = 0; k < 2; k++) {
+            double *dst = j->buf[4 + k], *src = k ? db : dw;
+            if (dst)
+                for (int64_t i = 0; i < n; i++)
+                    dst[s0 + i] += src[i];
+        }
+    }
+}
+
+#define LN_PARAM_GRAIN 16384    /* elements per thread's share of the column sums, at least */
+
+static mp_status run_ln_params(void *const *buf, const void *vargs, mp_msg *msg)
+{
+    (void)msg;
+    const ln_param_args *a = vargs;
+    ln_param_job j = {a, buf};
+    int64_t grain = LN_PARAM_GRAIN / (a->rows > 0 ? a->rows : 1);
+    mp_parallel_for(a->m, grain > 1 ? grain : 1, ln_param_cols, &j);
+    return MP_OK;
+}
+
+static mp_status ln_param_grads(mp_tensor *x2, mp_tensor *g2, mp_tensor *mean, mp_tensor *rstd,
+                                mp_tensor *const acc[2])
+{
+    ln_param_args a = {x2->shape[0], x2->shape[1], x2->dtype, g2->dtype};
+    void *ptr[6] = {mp_tensor_data(x2), mp_tensor_data(g2), mp_tensor_data(mean),
+                    mp_tensor_data(rstd), acc[0] ? mp_tensor_data(acc[0]) : NULL,
+                    acc[1] ? mp_tensor_data(acc[1]) : NULL};
+    int64_t n = a.rows * a.m;
+    int64_t nbytes[6] = {n * (int64_t)mp_dtype_size(x2->dtype),
+                         n * (int64_t)mp_dtype_size(g2->dtype), a.rows * 4, a.rows * 4,
+                         acc[0] ? a.m * 8 : 0, acc[1] ? a.m * 8 : 0};
+    return mp_launch_bufs(x2->storage->device, MP_KERNEL_NORM_PARAM_GRADS, 6, ptr, nbytes,
+                          run_ln_params, &a);
 }
 
 /* Adds tensor t (when present) to the row kernel's buffers, its address going to *slot. */
@@ -117,7 +205,11 @@ static mp_status ln_backward_run(mp_node *n, mp_tensor *g2, ln_ctx *c, mp_row_au
         return MP_ERR_RUNTIME;
     mp_tensor *ins[2] = {x2, g2};
     mp_dtype dt = mp_dtype_is_float(g2->dtype) ? g2->dtype : MP_DTYPE_FLOAT32;
-    mp_status st = mp_rows_map_aux(ins, 2, 1, dt, ln_grad_row, c, aux, &dx2);
+    mp_status st = MP_OK;
+    if (n->next[0].node)
+        st = mp_rows_map_aux(ins, 2, 1, dt, ln_grad_row, c, aux, &dx2);
+    if (st == MP_OK && (acc[0] || acc[1]))
+        st = ln_param_grads(x2, g2, mp_node_saved(n, 2), mp_node_saved(n, 3), acc);
     if (st == MP_OK && n->next[0].node) {
         int nd;
         const int64_t *shape = mp_node_in_shape(n, 0, &nd);
@@ -138,16 +230,15 @@ static mp_status ln_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
         return MP_ERR_RUNTIME;
     int64_t shape2[2] = {n->iargs[0], n->iargs[1]};
     mp_device dev = mean->storage->device;
-    ln_ctx c = {NULL, NULL, NULL, NULL, 0.0, NULL, NULL};
+    ln_ctx c = {NULL, NULL, NULL, NULL, 0.0};
     mp_row_aux aux = {0};
     aux_add(&aux, wf, &c.w);
     aux_add(&aux, mean, &c.mean);
     aux_add(&aux, rstd, &c.rstd);
     mp_status st = MP_OK;
     for (int i = 0; i < 2 && st == MP_OK; i++)
-        if (n->next[1 + i].node && (st = mp_acc_zeros(&shape2[1], 1, dev, &acc[i])) == MP_OK)
-            aux_add(&aux, acc[i], i ? (void *)&c.db : (void *)&c.dw);
-    aux.serial = acc[0] || acc[1];        /* dw, db sum over the rows in order */
+        if (n->next[1 + i].node)
+            st = mp_acc_zeros(&shape2[1], 1, dev, &acc[i]);
     if (st == MP_OK)
         st = mp_tensor_contiguous(gout[0], &gc);
     if (st == MP_OK)
@@ -230,7 +321,7 @@ static mp_status ln_forward(mp_tensor *a, int64_t rows, int64_t m, mp_tensor *w,
     if (st == MP_OK)
         st = mp_tensor_empty(&rows, 1, MP_DTYPE_FLOAT32, dev, &s->rstd);
     if (st == MP_OK) {
-        ln_ctx c = {NULL, NULL, NULL, NULL, eps, NULL, NULL};
+        ln_ctx c = {NULL, NULL, NULL, NULL, eps};
         mp_row_aux aux = {0};
         aux_add(&aux, s->wf, &c.w);
         aux_add(&aux, s->bf, &c.b);
