@@ -172,6 +172,41 @@ def test_shared_packing_across_pieces(rng):
             np.testing.assert_array_equal(outs[0], outs[2])
 
 
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("m,k", [(1, 7), (5, 1), (6, 384), (7, 385), (13, 64), (145, 800),
+                                 (300, 33)])
+def test_unpacked_a_gives_the_packed_bits(rng, isa, m, k):
+    """An fp32 A that few columns reuse is read in place instead of packed (up to 512 columns
+    of C, and a transposed A at most 512 floats wide): the same multiply-adds in the same
+    order, so the same bits as the packed product whose columns (or rows) it is - a wider B
+    (or a wider transposed A) takes the packed path. Full and edge tiles, one and several KC
+    slices, C in place, the group epilogue (alpha, beta, bias) and the scratch (fp16 C)."""
+    n_small, n_wide = 17, 600
+    for ta in (False, True):
+        a_wide, _ = rounded(rng, (k, n_wide) if ta else (m, k), "float32")
+        b_wide, _ = rounded(rng, (k, n_wide), "float32")
+        # the operands of the unpacked product, as contiguous tensors
+        a = a_wide[:, :m].contiguous() if ta else a_wide
+        b = b_wide[:, :n_small].contiguous()
+        bias, _ = rounded(rng, (n_wide,), "float32")
+        for cdt, extra in (("float32", {}), ("float32", dict(alpha=0.5, bias=bias)),
+                           ("float16", dict(alpha=2.0))):
+            kw = dict(extra)
+            if "bias" in kw:
+                kw["bias"] = bias[:n_small].contiguous()
+            small = run(a, b, mpamp.empty(m, n_small, dtype=cdt), ta=ta, isa=isa, **kw)
+            if ta:                                          # packed: A^T 600 floats wide
+                kw_w = dict(extra)
+                if "bias" in kw_w:
+                    kw_w["bias"] = bias[:n_small].contiguous()
+                wide = run(a_wide, b, mpamp.empty(n_wide, n_small, dtype=cdt), ta=True,
+                           isa=isa, **kw_w)[:m]
+            else:                                           # packed: 600 columns of C
+                wide = run(a, b_wide, mpamp.empty(m, n_wide, dtype=cdt), isa=isa,
+                           **extra)[:, :n_small]
+            np.testing.assert_array_equal(small, wide)
+
+
 def test_vector_kernels_agree_with_scalar(rng):
     """Not bit-equal (FMA rounds once, the portable kernel twice), but both within the bound
     of the float64 product, and close to each other."""

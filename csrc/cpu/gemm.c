@@ -2,7 +2,8 @@
  * its larger side, two per thread, which the threads take from a shared counter; each piece
  * (packing its own panels) loops over NC
  * columns of B, KC-deep slices of B packed once into NR-wide panels, MC rows of A packed into
- * MR-high panels, and runs the micro-kernel (gemm_ukr.h) on every MR x NR tile. Results are
+ * MR-high panels (an fp32 A that few columns reuse is read in place instead: see
+ * unpacked_a_pays), and runs the micro-kernel (gemm_ukr.h) on every MR x NR tile. Results are
  * accumulated in fp32: in C itself when C is fp32 and nothing else is to be done, otherwise in
  * a buffer of one 256-column group of tiles (one KC slice) or an fp32 scratch (several), from
  * which the epilogue - alpha, beta * C, bias, activation, rounding to C's dtype - writes C
@@ -90,6 +91,7 @@ typedef struct {
     mp_pack_src sa, sb;
     const float *bias;       /* n values with bias_scale applied; NULL: none */
     int direct;              /* C is fp32 and the product is all there is to do */
+    int direct_a;            /* full MR-row tiles read A unpacked (u->kernel_sa) */
     int split_rows;
     /* The operand every piece needs whole - A when pieces are column ranges, B when they are
      * row ranges - packed once into `shared` by whichever threads get there first (see
@@ -332,6 +334,19 @@ static void pack_shared(const plan *pl, int is_a, int w, int64_t r0, int64_t row
     }
 }
 
+/* One MR x NR tile: from the packed A panel pa, or, for a full tile of a plan that reads A
+ * in place, from A's rows at gi (k from pc). */
+static inline void tile(const plan *pl, int unpacked, const char *pa, int64_t gi, int64_t pc,
+                        int64_t kc, const char *pb, float *c, int64_t ldc, int accumulate)
+{
+    const mp_gemm_ukr *u = pl->u;
+    if (unpacked)
+        u->kernel_sa(kc, (const float *)(const void *)pl->sa.base + gi * pl->sa.rs +
+                     pc * pl->sa.ks, pl->sa.rs, pl->sa.ks, pb, c, ldc, accumulate);
+    else
+        u->kernel(kc, pa, pb, c, ldc, accumulate);
+}
+
 /* Rows [i0, i1) x columns [j0, j1) of C. */
 static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
 {
@@ -342,7 +357,8 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     int64_t kcb, mcb, ncb;
     blocking(u, m, n, k, &kcb, &mcb, &ncb);
     int share_a = pl->shared && !pl->split_rows, share_b = pl->shared && pl->split_rows;
-    size_t abytes = share_a ? 0 : block_size(u, 1, mr, mcb, kcb);
+    size_t abytes = share_a ? 0 : pl->direct_a ? block_size(u, 1, mr, mr, kcb)
+                                            : block_size(u, 1, mr, mcb, kcb);
     size_t bbytes = share_b ? 0 : block_size(u, 0, nr, ncb, kcb);
     target_kind tk = TARGET_GROUP;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
@@ -393,7 +409,11 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
             }
             for (int64_t ic = 0; ic < m; ic += mcb) {
                 int64_t mc = MIN(mcb, m - ic);
-                if (share_a) {              /* block (pc, ic) of the whole A */
+                int64_t full = mc / mr * mr;    /* unpacked A: only a last short panel */
+                if (pl->direct_a) {
+                    if (full < mc)
+                        pack_a(&pl->sa, fmt_a, mr, i0 + ic + full, mc - full, pc, kc, ap);
+                } else if (share_a) {       /* block (pc, ic) of the whole A */
                     int64_t b = pc / kcb * blocks_m + ic / mcb;
                     ap = pl->shared + (size_t)b * pl->block_bytes;
                     pack_shared(pl, 1, mr, i0 + ic, mc, pc, kc, ap, pl->ready + b * pl->subs);
@@ -407,17 +427,20 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
                         group += ((jc / ncb) * groups_per_nc + jr / gw) * mpad * gw + ic * gw;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int64_t rows = MIN(mr, mc - ir), gi = i0 + ic + ir;
-                        const char *pa = ap + (ir / mr) * as, *pb = bp + (jr / nr) * bs;
+                        int unpacked = pl->direct_a && ir < full;
+                        const char *pa = pl->direct_a ? ap : ap + (ir / mr) * as;
+                        const char *pb = bp + (jr / nr) * bs;
                         if (tk != TARGET_C) {     /* a group has room for whole tiles */
-                            u->kernel(kc, pa, pb, group + ir * gw + (jr - g0), gw, pc > 0);
+                            tile(pl, unpacked, pa, gi, pc, kc, pb,
+                                 group + ir * gw + (jr - g0), gw, pc > 0);
                             continue;
                         }
                         float *t = cf + gi * g->ldc + gj;
                         int acc = pc > 0 || (pl->direct && g->beta != 0.0f);
                         if (rows == mr && cols == nr) {
-                            u->kernel(kc, pa, pb, t, g->ldc, acc);
+                            tile(pl, unpacked, pa, gi, pc, kc, pb, t, g->ldc, acc);
                         } else {
-                            u->kernel(kc, pa, pb, edge, nr, 0);
+                            tile(pl, unpacked, pa, gi, pc, kc, pb, edge, nr, 0);
                             merge(edge, nr, t, g->ldc, rows, cols, acc);
                         }
                         if (last && !pl->direct)      /* alpha, bias, activation in place */
@@ -490,6 +513,23 @@ static void share_operand(plan *pl, size_t *size)
     pl->blocks_k = blocks_k, pl->block_bytes = block;
 }
 
+/* Whether the full tiles read A unpacked (u->kernel_sa): an fp32 A that at most
+ * GEMM_UNPACKED_A_COLS columns of C reuse. Packing it cost up to a fifth of such products
+ * (N = 64 on Zen 3: 64-75 GFLOP/s packed, 85-95 unpacked, one core); with more columns the
+ * packed panels win again (N = 1024: 93 vs 91). A transposed A (contiguous along the rows) is
+ * read a few floats per k row, one row lda apart: with lda past GEMM_UNPACKED_A_LDA floats
+ * those rows fall on different pages and the unpacked reads were slower (1024 x 64 x 64:
+ * 57 vs 69 GFLOP/s). */
+#define GEMM_UNPACKED_A_COLS 512
+#define GEMM_UNPACKED_A_LDA 512
+static int unpacked_a_pays(const plan *pl)
+{
+    const mp_gemm_args *g = pl->g;
+    if (!pl->u->kernel_sa || g->a_dtype != MP_DTYPE_FLOAT32 || g->n > GEMM_UNPACKED_A_COLS)
+        return 0;
+    return !g->trans_a || g->lda <= GEMM_UNPACKED_A_LDA;
+}
+
 mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
 {
     const mp_cpu_kernels *cvt = mp_cpu_for_isa(isa);
@@ -527,6 +567,7 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
                           g->trans_a ? g->lda : 1, cvt};
     pl.sb = (mp_pack_src){(const char *)g->b, g->b_dtype, g->trans_b ? g->ldb : 1,
                           g->trans_b ? 1 : g->ldb, cvt};
+    pl.direct_a = unpacked_a_pays(&pl);
     int64_t nthreads = threads > 0 ? threads : mp_get_num_threads();
     if ((double)g->m * (double)g->n * (double)g->k < GEMM_THREAD_MACS)
         nthreads = 1;
@@ -550,7 +591,7 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
     pl.step = (tiles + pieces - 1) / pieces * unit;
     pl.pieces = pieces;
     size_t shared_size = 0;
-    if (pieces > 1)
+    if (pieces > 1 && !(pl.direct_a && !pl.split_rows))   /* an unpacked A is not shared */
         share_operand(&pl, &shared_size);
     mp_parallel_for(MIN(nthreads, pieces), 1, run_pieces, &pl);
     if (pl.shared) {

@@ -84,4 +84,4 @@ static void pack_pairs32(const mp_pack_src *s, mp_panel_format fmt, int w, int64
 
 const mp_gemm_ukr mp_gemm_ukr_bf16_amx = {"amx bf16 32x32", MR, NR, 512, 256, 1024,
                                           MP_PANEL_BF16_PAIRS32, kernel_32x32, pack_pairs32,
-                                          1, MP_PANEL_BF16_ROWS32, NULL};
+                                          1, MP_PANEL_BF16_ROWS32, NULL, NULL};

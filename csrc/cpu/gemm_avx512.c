@@ -78,4 +78,4 @@ static void kernel_12x32(int64_t kc, const void *ap, const void *bp, float *c, i
  * NC 6144: a packed B slice (4.5 MiB, one per thread) stays in L3. */
 const mp_gemm_ukr mp_gemm_ukr_f32_avx512 = {"avx512 fp32 12x32", MR, NR, 192, 576, 6144,
                                             MP_PANEL_F32, kernel_12x32, mp_gemm_pack_avx2,
-                                            0, MP_PANEL_F32, NULL};
+                                            0, MP_PANEL_F32, NULL, NULL};

@@ -99,4 +99,4 @@ static void kernel_12x32(int64_t kc, const void *ap, const void *bp, float *c, i
 const mp_gemm_ukr mp_gemm_ukr_bf16_avx512bf16 = {"avx512bf16 bf16 12x32", MR, NR, 384, 576,
                                                  6144, MP_PANEL_BF16_PAIRS, kernel_12x32,
                                                  mp_gemm_pack_pairs_avx512, 0, MP_PANEL_F32,
-                                                 NULL};
+                                                 NULL, NULL};

@@ -27,7 +27,7 @@ static void kernel_4x8(int64_t kc, const void *ap, const void *bp, float *c, int
 
 const mp_gemm_ukr mp_gemm_ukr_f32_scalar = {"scalar fp32 4x8", MR, NR, 256, 128, 2048,
                                             MP_PANEL_F32, kernel_4x8, NULL, 0,
-                                            MP_PANEL_F32, NULL};
+                                            MP_PANEL_F32, NULL, NULL};
 
 void mp_gemm_i64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, int64_t alpha,
                  const int64_t *a, int64_t lda, const int64_t *b, int64_t ldb, int64_t beta,

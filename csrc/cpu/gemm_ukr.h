@@ -23,6 +23,12 @@ typedef enum {
 typedef void (*mp_gemm_ukr_fn)(int64_t kc, const void *ap, const void *bp, float *c,
                                int64_t ldc, int accumulate);
 
+/* The same tile with an fp32 A read where it lies, unpacked: A (i, k) at a[i * rs + k * ks]
+ * (rs or ks is 1). The same multiply-adds in the same order as the packed kernel, so the same
+ * bits; the B panel is packed as usual. */
+typedef void (*mp_gemm_ukr_sa_fn)(int64_t kc, const float *a, int64_t rs, int64_t ks,
+                                  const void *bp, float *c, int64_t ldc, int accumulate);
+
 typedef void (*mp_gemm_pack_fn)(const struct mp_pack_src *s, mp_panel_format fmt, int w,
                                 int64_t r0, int64_t rows, int64_t k0, int64_t kc, void *dst);
 
@@ -36,6 +42,7 @@ typedef struct {
     int split_formats;           /* A has its own panel format and packer (below) */
     mp_panel_format a_format;
     mp_gemm_pack_fn a_pack;
+    mp_gemm_ukr_sa_fn kernel_sa; /* NULL: A is always packed */
 } mp_gemm_ukr;
 
 /* One per ISA file; NULL-free (the scalar one always exists). */
