@@ -2,7 +2,9 @@
  * forward is kept but its output and the per-row logsumexp: each (query block, key block)
  * recomputes P = exp(S - lse), regenerates the dropout factors Z from the same stream, and
  *     dV_j += (P Z)^T dO_i,  dP = (dO_i V_j^T) Z,  dS = P (dP - rowsum(dO O)),
- *     dK_j += scale dS^T Q_i,  dQ_i += scale dS K_j   (dS is also the float mask's gradient).
+ *     dK_j += (scale dS)^T Q_i,  dQ_i += (scale dS) K_j   (dS is also the float mask's
+ * gradient; scaling dS once, in the loop that makes it, leaves the two products plain
+ * accumulations into fp32, with no epilogue pass).
  * Key blocks run in order and query blocks in order inside them, so every accumulator sums
  * its terms in one fixed order; the split mode (keys in one pass, queries in another, for
  * more parallel work when there are few batch entries) gives the same bits. */
@@ -50,7 +52,7 @@ typedef struct {
     int dq, dkv;
 } blk;
 
-/* t = dS of the block from p = P (and z = Z); the products that need P Z come first */
+/* t = scale dS of the block from p = P (and z = Z); the products that need P Z come first */
 static mp_status block_grads(const mp_attn_args *a, const mp_attn_grads *g, const blk *k,
                              float *p, float *t, float *z)
 {
@@ -85,6 +87,9 @@ static mp_status block_grads(const mp_attn_args *a, const mp_attn_grads *g, cons
         if (g->dmask && k->dkv)
             memcpy(g->dmask + ((k->b * a->L + k->i0 + r) * a->S + k->j0), tr,
                    sizeof(float) * (size_t)k->bc);
+        if (a->scale != 1.0f && a->E > 0)
+            for (int64_t c = 0; c < k->bc; c++)
+                tr[c] *= a->scale;
     }
     return st;
 }
@@ -110,7 +115,7 @@ static mp_status backward_block(const mp_attn_args *a, const mp_attn_grads *g, c
         mp_gemm_args m = mp_gemm_plain(1, 0, k->bc, E, k->br, t, ATTN_BC, qp, a->q_rs,
                                        g->dk + (k->b * a->S + k->j0) * E, E);
         m.b_dtype = a->dtype;
-        m.alpha = a->scale, m.beta = 1.0f;
+        m.beta = 1.0f;
         st = gemm1(m);
     }
     if (k->dq && st == MP_OK) {                    /* dQ_i += scale dS K_j */
@@ -118,7 +123,7 @@ static mp_status backward_block(const mp_attn_args *a, const mp_attn_grads *g, c
         mp_gemm_args m = mp_gemm_plain(0, 0, k->br, E, k->bc, t, ATTN_BC, kp, a->k_rs,
                                        g->dq + (k->b * a->L + k->i0) * E, E);
         m.b_dtype = a->dtype;
-        m.alpha = a->scale, m.beta = 1.0f;
+        m.beta = 1.0f;
         st = gemm1(m);
     }
     return st;

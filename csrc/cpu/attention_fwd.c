@@ -33,13 +33,19 @@ static float mask_value(mp_dtype dt, const char *p)
     }
 }
 
+/* The scale (here rather than as the product's alpha, which costs the GEMM an epilogue pass:
+ * the same single rounding of scale * acc), then the mask and the causal rule. */
 static void apply_mask(const mp_attn_args *a, int64_t b, int64_t i0, int64_t br, int64_t j0,
                        int64_t bc, float *s)
 {
     size_t msz = a->mask_kind ? mp_dtype_size(a->m_dtype) : 0;
+    const float scale = a->E > 0 ? a->scale : 1.0f;   /* E = 0: no products, scores 0 */
     for (int64_t r = 0; r < br; r++) {
         float *row = s + r * ATTN_BC;
         int64_t i = i0 + r;
+        if (scale != 1.0f)
+            for (int64_t c = 0; c < bc; c++)
+                row[c] = scale * row[c];
         if (a->mask_kind != MP_ATTN_MASK_NONE) {
             const char *mp = a->m + (a->m_off[b] + i * a->m_rs + j0 * a->m_cs) * (int64_t)msz;
             int64_t cs = a->m_cs * (int64_t)msz;
@@ -66,7 +72,6 @@ mp_status mp_attn_scores(const mp_attn_args *a, int64_t b, int64_t i0, int64_t b
     const char *kp = a->k + (a->k_off[b] + j0 * a->k_rs) * esz;
     mp_gemm_args g = mp_gemm_plain(0, 1, br, bc, a->E, qp, a->q_rs, kp, a->k_rs, s, ATTN_BC);
     g.a_dtype = g.b_dtype = a->dtype;
-    g.alpha = a->scale;
     mp_status st = mp_gemm_at(&g, mp_cpu()->isa, 1);
     if (st == MP_OK)
         apply_mask(a, b, i0, br, j0, bc, s);
