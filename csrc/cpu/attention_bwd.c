@@ -16,15 +16,17 @@
 #include "dispatch.h"
 #include "gemm.h"
 
-static void load_row(mp_dtype dt, const void *src, float *dst, int64_t n)
+/* n values of dtype dt at src as fp32: src itself, or converted into buf */
+static const float *row_f32(mp_dtype dt, const void *src, float *buf, int64_t n)
 {
     const mp_cpu_kernels *k = mp_cpu();
     if (dt == MP_DTYPE_FLOAT16)
-        k->f16_to_f32(src, dst, (size_t)n);
+        k->f16_to_f32(src, buf, (size_t)n);
     else if (dt == MP_DTYPE_BFLOAT16)
-        k->bf16_to_f32(src, dst, (size_t)n);
+        k->bf16_to_f32(src, buf, (size_t)n);
     else
-        memcpy(dst, src, sizeof(float) * (size_t)n);
+        return src;
+    return buf;
 }
 
 /* delta[row] = rowsum(dout * out) for the rows of entry `item` */
@@ -35,9 +37,11 @@ static mp_status delta_item(const mp_attn_args *a, void *vg, int64_t item, float
     size_t osz = mp_dtype_size(a->dtype), gsz = mp_dtype_size(g->dout_dtype);
     float *x = ws, *y = ws + ev + 16;
     for (int64_t r = item * a->L; r < (item + 1) * a->L; r++) {
-        load_row(a->dtype, (const char *)g->out + (size_t)(r * ev) * osz, x, ev);
-        load_row(g->dout_dtype, (const char *)g->dout + (size_t)(r * ev) * gsz, y, ev);
-        g->delta[r] = (float)mp_cpu()->vm.dot(x, y, (size_t)ev);
+        const float *xo = row_f32(a->dtype, (const char *)g->out + (size_t)(r * ev) * osz, x,
+                                  ev);
+        const float *yd = row_f32(g->dout_dtype,
+                                  (const char *)g->dout + (size_t)(r * ev) * gsz, y, ev);
+        g->delta[r] = (float)mp_cpu()->vm.dot(xo, yd, (size_t)ev);
     }
     return MP_OK;
 }
@@ -79,17 +83,27 @@ static mp_status block_grads(const mp_attn_args *a, const mp_attn_grads *g, cons
     m.b_dtype = a->dtype;
     if (st == MP_OK)
         st = gemm1(m);                             /* t = dO_i V_j^T */
+    /* on locals: through the args (no strict aliasing) every element reloaded them, and the
+     * loops stayed scalar */
+    const int64_t bc = k->bc, ldm = a->S;
+    const int keep = a->keep != NULL;
+    const float sc = a->E > 0 ? a->scale : 1.0f;
+    float *dm = g->dmask && k->dkv ? g->dmask + (k->b * a->L + k->i0) * ldm + k->j0 : NULL;
+    const float *delta = g->delta + k->b * a->L + k->i0;
     for (int64_t r = 0; r < k->br && st == MP_OK; r++) {
-        float d = g->delta[k->b * a->L + k->i0 + r], *tr = t + r * ATTN_BC;
+        float d = delta[r], *tr = t + r * ATTN_BC;
         const float *pr = p + r * ATTN_BC, *zr = z + r * ATTN_BC;
-        for (int64_t c = 0; c < k->bc; c++)
-            tr[c] = pr[c] * ((a->keep ? tr[c] * zr[c] : tr[c]) - d);
-        if (g->dmask && k->dkv)
-            memcpy(g->dmask + ((k->b * a->L + k->i0 + r) * a->S + k->j0), tr,
-                   sizeof(float) * (size_t)k->bc);
-        if (a->scale != 1.0f && a->E > 0)
-            for (int64_t c = 0; c < k->bc; c++)
-                tr[c] *= a->scale;
+        if (keep)
+            for (int64_t c = 0; c < bc; c++)
+                tr[c] = pr[c] * (tr[c] * zr[c] - d);
+        else
+            for (int64_t c = 0; c < bc; c++)
+                tr[c] = pr[c] * (tr[c] - d);
+        if (dm)
+            memcpy(dm + r * ldm, tr, sizeof(float) * (size_t)bc);
+        if (sc != 1.0f)
+            for (int64_t c = 0; c < bc; c++)
+                tr[c] *= sc;
     }
     return st;
 }
