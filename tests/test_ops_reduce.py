@@ -446,6 +446,37 @@ def test_layer_norm_errors():
 
 # ---- large inputs (the GIL is released) and threads ----
 
+@pytest.mark.parametrize("rows,cols", [(1, 1), (5, 7), (2000, 33), (1024, 192), (300, 300),
+                                       (3, 1000)])
+def test_sums_over_rows_keep_the_serial_order_on_threads(rng, rows, cols):
+    """Column sums (the bias gradient) run on the thread pool, a range of columns per thread:
+    every column still adds its rows in order in double, so the result is numpy's float64
+    sum over axis 0 (sequential over the rows) rounded once, bit for bit, on 1 and 2 threads
+    - for contiguous rows and for rows of a wider matrix. Sums split along other kept dims
+    (row sums, fp16 column sums, a 3-D sum over two dims) give the same bits on 1 and 2
+    threads."""
+    x = (rng.standard_normal((rows, cols + 5)) *
+         10.0 ** rng.uniform(-3, 3, (rows, cols + 5))).astype(np.float32)
+    ref = x[:, :cols].astype(np.float64).sum(0).astype(np.float32)
+    runs, before = [], mpamp.get_num_threads()
+    try:
+        for threads in (1, 2):
+            mpamp.set_num_threads(threads)
+            t = mpamp.tensor(x)
+            narrow = t[:, :cols]
+            np.testing.assert_array_equal(to_numpy(narrow.contiguous().sum(0)), ref)
+            np.testing.assert_array_equal(to_numpy(narrow.sum(0)), ref)
+            runs.append([to_numpy(narrow.sum(1)), to_numpy(narrow.half().sum(0)),
+                         to_numpy(t.view(rows, 1, cols + 5).expand(rows, 3, cols + 5)
+                                  .sum((0, 1)))])
+    finally:
+        mpamp.set_num_threads(before)
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(runs[0][0], x[:, :cols].astype(np.float64).sum(1), rtol=1e-5,
+                               atol=1e-5 * np.abs(x).sum(1).max())
+
+
 def test_large_inputs_from_threads(rng):
     arr = data(rng, (300, 257))                  # > MP_NOGIL_NUMEL elements
     x = mk(arr)

@@ -72,7 +72,9 @@ static mp_status cpu_launch(const mp_buf_kernel *k, mp_msg *msg)
 static mp_status cpu_iter(const mp_iter_kernel *k, mp_msg *msg)
 {
     (void)msg;
-    if (k->grain > 0)
+    if (k->grain > 0 && k->split_outputs)
+        mp_iter_run_split(k->it, k->fn, k->ctx, k->grain);
+    else if (k->grain > 0)
         mp_iter_run_parallel(k->it, k->fn, k->ctx, k->grain);
     else
         mp_iter_run(k->it, k->fn, k->ctx);
@@ -227,7 +229,8 @@ const char *mp_kernel_name(mp_kernel_id id)
         [MP_KERNEL_EMBEDDING_BACKWARD] = "embedding_backward",
         [MP_KERNEL_DROPOUT] = "dropout", [MP_KERNEL_NLL] = "nll_loss",
         [MP_KERNEL_NLL_BACKWARD] = "nll_loss_backward",
-        [MP_KERNEL_NORM_PARAM_GRADS] = "norm_param_grads"};
+        [MP_KERNEL_NORM_PARAM_GRADS] = "norm_param_grads",
+        [MP_KERNEL_COLUMN_SUM] = "column_sum"};
     return (unsigned)id < MP_KERNEL_COUNT && names[id] ? names[id] : "unknown";
 }
 

@@ -97,3 +97,48 @@ void mp_iter_run_parallel(const mp_iter *it, mp_iter_fn fn, void *ctx, int64_t g
     range_walk w = {it, fn, ctx};
     mp_parallel_for(it->numel, grain, walk_range, &w);
 }
+
+typedef struct {
+    const mp_iter *it;
+    int dim;
+    int64_t unit;           /* indices of dim per unit of the parallel range */
+    mp_iter_fn fn;
+    void *ctx;
+} split_walk;
+
+static void walk_split(void *vw, int64_t u0, int64_t u1)
+{
+    const split_walk *w = vw;
+    mp_iter sub = *w->it;
+    int d = w->dim;
+    int64_t begin = u0 * w->unit, end = u1 * w->unit;
+    if (end > sub.shape[d])
+        end = sub.shape[d];
+    for (int k = 0; k < sub.nops; k++)
+        sub.base[k] += begin * sub.strides[k][d] * (int64_t)sub.itemsize[k];
+    sub.numel = sub.numel / sub.shape[d] * (end - begin);
+    sub.shape[d] = end - begin;
+    mp_iter_run(&sub, w->fn, w->ctx);
+}
+
+void mp_iter_run_split(const mp_iter *it, mp_iter_fn fn, void *ctx, int64_t grain)
+{
+    int dim = -1;
+    for (int d = 0; d < it->ndim; d++)
+        if (it->strides[0][d] != 0 && (dim < 0 || it->shape[d] > it->shape[dim]))
+            dim = d;
+    if (dim < 0 || it->numel < 2 * grain || mp_get_num_threads() < 2) {
+        mp_iter_run(it, fn, ctx);
+        return;
+    }
+    /* a unit-stride operand 0 is cut in 64-byte units (aligned by its allocator), so no
+     * cache line of it is written by two threads */
+    int64_t unit = it->strides[0][dim] == 1 ? 64 / (int64_t)it->itemsize[0] : 1;
+    if (unit < 1)
+        unit = 1;
+    int64_t units = (it->shape[dim] + unit - 1) / unit;
+    int64_t per = it->numel / it->shape[dim] * unit;     /* elements per unit */
+    int64_t g = (grain + per - 1) / per;
+    split_walk w = {it, dim, unit, fn, ctx};
+    mp_parallel_for(units, g > 1 ? g : 1, walk_split, &w);
+}

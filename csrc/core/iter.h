@@ -20,4 +20,11 @@ void mp_iter_run(const mp_iter *it, mp_iter_fn fn, void *ctx);
  * state, and never when an output overlaps an input other than element for element. */
 void mp_iter_run_parallel(const mp_iter *it, mp_iter_fn fn, void *ctx, int64_t grain);
 
+/* The walk cut along one dimension in which operand 0 moves (its largest such), so the
+ * threads' ranges touch disjoint elements of operand 0 and each element of it sees its
+ * runs in the serial walk's order: for fn that accumulate into operand 0 (sums over some
+ * dims), with the serial walk's bits. Serial when operand 0 moves along no dimension or the
+ * walk is under two grains. */
+void mp_iter_run_split(const mp_iter *it, mp_iter_fn fn, void *ctx, int64_t grain);
+
 #endif

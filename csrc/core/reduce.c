@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../cpu/dispatch.h"
+#include "../cpu/parallel.h"
 #include "copy.h"
 #include "iter.h"
 
@@ -26,6 +27,8 @@ void mp_reduced_shape(const mp_tensor *t, uint32_t dim_mask, int keepdim, int64_
     }
     *ndim = n;
 }
+
+#define MP_SUM_GRAIN (1 << 15)  /* input elements per thread's share, at least */
 
 typedef struct {
     mp_dtype dt;
@@ -103,6 +106,51 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
     }
 }
 
+/* The MP_KERNEL_COLUMN_SUM kernel: buffer 0 the accumulator (cols doubles), buffer 1 an fp32
+ * (rows, cols) matrix with row stride ld. Threads take ranges of 8 columns (64 bytes of the
+ * accumulator); each column adds its rows in order, as the iterator walk would. */
+typedef struct {
+    int64_t rows, cols, ld;
+} colsum_args;
+
+typedef struct {
+    const colsum_args *a;
+    double *acc;
+    const float *x;
+} colsum_job;
+
+static void colsum_range(void *vj, int64_t u0, int64_t u1)
+{
+    const colsum_job *j = vj;
+    int64_t c0 = u0 * 8, c1 = u1 * 8 < j->a->cols ? u1 * 8 : j->a->cols;
+    mp_cpu()->vm.colsum(j->acc + c0, j->x + c0, (size_t)j->a->rows, (size_t)(c1 - c0),
+                        (size_t)j->a->ld);
+}
+
+static mp_status run_colsum(void *const *buf, const void *args, mp_msg *msg)
+{
+    (void)msg;
+    const colsum_args *a = args;
+    colsum_job j = {a, buf[0], buf[1]};
+    int64_t per = a->rows * 8, g = (MP_SUM_GRAIN + per - 1) / per;
+    mp_parallel_for((a->cols + 7) / 8, g > 1 ? g : 1, colsum_range, &j);
+    return MP_OK;
+}
+
+/* Sums of an fp32 (rows, cols) walk over its rows (acc strides 0, 1) as the column kernel; 0
+ * when the walk has another shape. */
+static int column_sums(const mp_iter *it, mp_dtype dt, mp_device dev, mp_status *st)
+{
+    if (dt != MP_DTYPE_FLOAT32 || it->numel == 0 || it->ndim != 2 || it->strides[0][0] != 0 ||
+        it->strides[0][1] != 1 || it->strides[1][1] != 1 || it->strides[1][0] < it->shape[1])
+        return 0;
+    colsum_args a = {it->shape[0], it->shape[1], it->strides[1][0]};
+    void *ptr[2] = {it->base[0], it->base[1]};
+    int64_t nbytes[2] = {a.cols * 8, ((a.rows - 1) * a.ld + a.cols) * 4};
+    *st = mp_launch_bufs(dev, MP_KERNEL_COLUMN_SUM, 2, ptr, nbytes, run_colsum, &a);
+    return 1;
+}
+
 /* The MP_KERNEL_SUM_STORE kernel: buffer 0 the accumulator (n doubles, or int64 when
  * int_acc), buffer 1 the contiguous output of dtype dt. */
 typedef struct {
@@ -141,12 +189,15 @@ static mp_status acc_storage(int64_t n, mp_device dev, mp_storage **out)
         mp_tensor_decref(t);
         return st;
     }
-    double *acc = calloc((size_t)(n ? n : 1), sizeof(double));
-    if (!acc)
+    /* 64-byte aligned, so threads that take neighbouring ranges of outputs (mp_iter_run_split)
+     * share no cache line unless a range ends inside one */
+    char *raw = calloc((size_t)(n ? n : 1) + 8, sizeof(double));
+    if (!raw)
         return mp_error(MP_ERR_NOMEM, "out of memory for a reduction buffer");
-    *out = mp_storage_wrap(acc, (size_t)n * sizeof(double), MP_DEVICE_CPU, free, acc);
+    double *acc = (double *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64);
+    *out = mp_storage_wrap(acc, (size_t)n * sizeof(double), MP_DEVICE_CPU, free, raw);
     if (!*out) {
-        free(acc);
+        free(raw);
         return MP_ERR_NOMEM;
     }
     return MP_OK;
@@ -212,8 +263,10 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
     int int_acc = !mp_dtype_is_float(t->dtype) && out_dtype == MP_DTYPE_INT64;
     sum_ctx c = {t->dtype, mp_cpu(), int_acc};
     mp_iter_init(&it, ops, 2);
-    mp_iter_kernel k = {MP_KERNEL_SUM, &it, sum_run, &c, 0};
-    st = mp_launch_iter(dev, &k);
+    /* threads take disjoint outputs: every output sums its inputs in the serial order */
+    mp_iter_kernel k = {MP_KERNEL_SUM, &it, sum_run, &c, MP_SUM_GRAIN, 1};
+    if (!column_sums(&it, t->dtype, dev, &st))
+        st = mp_launch_iter(dev, &k);
     if (st == MP_OK)
         st = mp_tensor_empty(oshape, ond, out_dtype, dev, out);
     if (st == MP_OK) {

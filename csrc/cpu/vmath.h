@@ -47,6 +47,9 @@ typedef struct {
     void (*acc)(double *acc, const float *x, size_t n);
     /* acc[i] += x[i] * y[i], the product exact in double, then one add (weight gradients) */
     void (*acc_mul)(double *acc, const float *x, const float *y, size_t n);
+    /* acc[j] += x[r * ld + j] for r = 0 .. rows - 1 in order, j < cols: column sums, the same
+     * adds as one acc call per row, with the sums held in registers across the rows */
+    void (*colsum)(double *acc, const float *x, size_t rows, size_t cols, size_t ld);
 } mp_vmath;
 
 /* In vmath_scalar.c, vmath_avx2.c and vmath_avx512.c (x86-64 only). */

@@ -200,6 +200,37 @@ static void acc_mul_avx2(double *acc, const float *x, const float *y, size_t n)
         acc[i] += (double)x[i] * (double)y[i];
 }
 
+/* 32 columns (eight chains of double adds, so the adds' latency overlaps) down all the rows,
+ * then 4 at a time, then one */
+static void colsum_avx2(double *acc, const float *x, size_t rows, size_t cols, size_t ld)
+{
+    size_t j = 0;
+    for (; j + 32 <= cols; j += 32) {
+        __m256d s[8];
+        for (int q = 0; q < 8; q++)
+            s[q] = _mm256_loadu_pd(acc + j + 4 * q);
+        for (size_t r = 0; r < rows; r++) {
+            const float *row = x + r * ld + j;
+            for (int q = 0; q < 8; q++)
+                s[q] = _mm256_add_pd(s[q], _mm256_cvtps_pd(_mm_loadu_ps(row + 4 * q)));
+        }
+        for (int q = 0; q < 8; q++)
+            _mm256_storeu_pd(acc + j + 4 * q, s[q]);
+    }
+    for (; j + 4 <= cols; j += 4) {
+        __m256d s = _mm256_loadu_pd(acc + j);
+        for (size_t r = 0; r < rows; r++)
+            s = _mm256_add_pd(s, _mm256_cvtps_pd(_mm_loadu_ps(x + r * ld + j)));
+        _mm256_storeu_pd(acc + j, s);
+    }
+    for (; j < cols; j++) {
+        double s = acc[j];
+        for (size_t r = 0; r < rows; r++)
+            s += (double)x[r * ld + j];
+        acc[j] = s;
+    }
+}
+
 static double exp_sum_avx2(const float *x, float shift, float *y, size_t n)
 {
     partials s;
@@ -243,5 +274,6 @@ void mp_vmath_fill_avx2(mp_vmath *v)
     v->dot = dot_avx2;
     v->acc = acc_avx2;
     v->acc_mul = acc_mul_avx2;
+    v->colsum = colsum_avx2;
     v->exp_sum = exp_sum_avx2;
 }

@@ -169,6 +169,36 @@ static void acc_mul_avx512(double *acc, const float *x, const float *y, size_t n
         acc[i] += (double)x[i] * (double)y[i];
 }
 
+/* 64 columns (eight chains of double adds) down all the rows, then 8 at a time, then one */
+static void colsum_avx512(double *acc, const float *x, size_t rows, size_t cols, size_t ld)
+{
+    size_t j = 0;
+    for (; j + 64 <= cols; j += 64) {
+        __m512d s[8];
+        for (int q = 0; q < 8; q++)
+            s[q] = _mm512_loadu_pd(acc + j + 8 * q);
+        for (size_t r = 0; r < rows; r++) {
+            const float *row = x + r * ld + j;
+            for (int q = 0; q < 8; q++)
+                s[q] = _mm512_add_pd(s[q], _mm512_cvtps_pd(_mm256_loadu_ps(row + 8 * q)));
+        }
+        for (int q = 0; q < 8; q++)
+            _mm512_storeu_pd(acc + j + 8 * q, s[q]);
+    }
+    for (; j + 8 <= cols; j += 8) {
+        __m512d s = _mm512_loadu_pd(acc + j);
+        for (size_t r = 0; r < rows; r++)
+            s = _mm512_add_pd(s, _mm512_cvtps_pd(_mm256_loadu_ps(x + r * ld + j)));
+        _mm512_storeu_pd(acc + j, s);
+    }
+    for (; j < cols; j++) {
+        double s = acc[j];
+        for (size_t r = 0; r < rows; r++)
+            s += (double)x[r * ld + j];
+        acc[j] = s;
+    }
+}
+
 static double exp_sum_avx512(const float *x, float shift, float *y, size_t n)
 {
     partials s = {_mm512_setzero_pd(), _mm512_setzero_pd()};
@@ -205,5 +235,6 @@ void mp_vmath_fill_avx512(mp_vmath *v)
     v->dot = dot_avx512;
     v->acc = acc_avx512;
     v->acc_mul = acc_mul_avx512;
+    v->colsum = colsum_avx512;
     v->exp_sum = exp_sum_avx512;
 }

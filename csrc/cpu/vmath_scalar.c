@@ -120,6 +120,12 @@ static void acc_mul_scalar(double *acc, const float *x, const float *y, size_t n
         acc[i] += (double)x[i] * (double)y[i];
 }
 
+static void colsum_scalar(double *acc, const float *x, size_t rows, size_t cols, size_t ld)
+{
+    for (size_t r = 0; r < rows; r++)
+        acc_scalar(acc, x + r * ld, cols);
+}
+
 static double exp_sum_scalar(const float *x, float shift, float *y, size_t n)
 {
     double p[MP_VM_LANES] = {0.0};
@@ -147,6 +153,7 @@ void mp_vmath_fill_scalar(mp_vmath *v)
     v->dot = dot_scalar;
     v->acc = acc_scalar;
     v->acc_mul = acc_mul_scalar;
+    v->colsum = colsum_scalar;
     v->exp_sum = exp_sum_scalar;
 }
 

@@ -101,6 +101,7 @@ typedef enum {
     MP_KERNEL_NLL,             /* ops_loss_nll.c: per-row nll/cross_entropy + weight sum */
     MP_KERNEL_NLL_BACKWARD,    /* ops_loss_nll.c: its gradient rows */
     MP_KERNEL_NORM_PARAM_GRADS, /* ops_norm.c: layer_norm's weight and bias gradient sums */
+    MP_KERNEL_COLUMN_SUM,      /* reduce.c: fp32 (rows, cols) summed over rows into doubles */
     MP_KERNEL_COUNT
 } mp_kernel_id;
 
@@ -119,14 +120,16 @@ typedef struct {
 } mp_buf_kernel;
 
 /* A CPU iterator function over iterator metadata (operand bases are device addresses; the
- * simulator rewrites them, as for maps). grain > 0 runs it in parallel (mp_iter_run_parallel).
- * ctx must not hold device addresses: only the iterator's operands are translated. */
+ * simulator rewrites them, as for maps). grain > 0 runs it in parallel (mp_iter_run_parallel,
+ * or with split_outputs mp_iter_run_split: fn may accumulate into operand 0). ctx must not
+ * hold device addresses: only the iterator's operands are translated. */
 typedef struct {
     mp_kernel_id id;
     const mp_iter *it;
     mp_iter_fn fn;
     void *ctx;
     int64_t grain;
+    int split_outputs;
 } mp_iter_kernel;
 
 typedef struct mp_backend {

@@ -103,7 +103,29 @@ int main(int argc, char **argv)
                 printf("MISMATCH acc_mul n=%zu off=%d\n", n, off);
                 return 1;
             }
+            s.colsum(d1, xa, 3, n / 3, n / 3 + off);   /* colsum: 3 rows of n / 3 */
+            v.colsum(d2, xa, 3, n / 3, n / 3 + off);
+            if (n && memcmp(d1, d2, n * sizeof(double))) {
+                printf("MISMATCH colsum n=%zu off=%d\n", n, off);
+                return 1;
+            }
         }
+    {                                     /* colsum past its 64-column blocks */
+        static float big[5 * 160];
+        static double e1[160], e2[160];
+        for (int i = 0; i < 5 * 160; i++)
+            big[i] = a[i % 128] * (float)(1 + i % 3);
+        for (size_t cols = 0; cols <= 150; cols += 7) {
+            for (size_t j = 0; j < cols; j++)
+                e1[j] = e2[j] = (double)b[j % 128];
+            s.colsum(e1, big + 1, 5, cols, 155);
+            v.colsum(e2, big + 1, 5, cols, 155);
+            if (cols && memcmp(e1, e2, cols * sizeof(double))) {
+                printf("MISMATCH colsum cols=%zu\n", cols);
+                return 1;
+            }
+        }
+    }
     printf("ok reductions\n");
     return 0;
 }
