@@ -482,6 +482,8 @@ def _eye(*args: Any, **kwargs: Any) -> Any:
     """_eye(n, m, dtype)"""
 def _flip(*args: Any, **kwargs: Any) -> Any:
     """_flip(t, dims)"""
+def _foreach_sum_squares(*args: Any, **kwargs: Any) -> Any:
+    """Sum of the squares of every element of a list of float tensors (0-d float32)"""
 def _from_buffer(*args: Any, **kwargs: Any) -> Any:
     """_from_buffer(obj, bits_are_bf16) -> (tensor sharing obj's memory, readonly)"""
 def _from_dlpack(*args: Any, **kwargs: Any) -> Any:

@@ -85,6 +85,52 @@ def test_total_norm_mixed_dtypes_and_single_tensor(rng):
                                rtol=1e-5)
 
 
+def test_sum_of_squares_kernel(rng):
+    """clip_grad_norm_'s 2-norm: one kernel over every tensor, squares summed in double in an
+    order set by the sizes alone - float64's value rounded once, the same bits on 1 and 2
+    threads - for fp32/fp16/bf16, empty and multi-segment tensors; non-contiguous gradients
+    take the per-tensor reductions instead; errors name the problem."""
+    shapes = [(1000,), (3, 5), (0,), (40000,), (7, 1), (70000,)]
+    dts = [mpamp.float32, mpamp.float16, mpamp.float32, mpamp.bfloat16, mpamp.float32,
+           mpamp.float32]
+    ts = [mpamp.tensor((rng.standard_normal(s) * 3).astype(np.float32)).to(d)
+          for s, d in zip(shapes, dts)]
+    ref = sum((to_numpy(t.float()).astype(np.float64) ** 2).sum() for t in ts)
+    got, before = [], mpamp.get_num_threads()
+    try:
+        for threads in (1, 2):
+            mpamp.set_num_threads(threads)
+            got.append(mpamp._C._foreach_sum_squares(ts))
+    finally:
+        mpamp.set_num_threads(before)
+    assert got[0].dtype == mpamp.float32 and got[0].shape == ()
+    assert to_numpy(got[0]) == to_numpy(got[1])
+    np.testing.assert_allclose(to_numpy(got[0]), ref, rtol=2 ** -24)
+    grads = [mpamp.tensor(rng.standard_normal((4, 3)).astype(np.float32)).t(),
+             mpamp.tensor(rng.standard_normal(5).astype(np.float32))]   # one not contiguous
+    want = np_total_norm([to_numpy(g) for g in grads], 2.0)
+    np.testing.assert_allclose(to_numpy(get_total_norm(grads)), want, rtol=1e-6)
+    with pytest.raises(ValueError, match="at least one tensor"):
+        mpamp._C._foreach_sum_squares([])
+    with pytest.raises(TypeError, match="contiguous float tensors"):
+        mpamp._C._foreach_sum_squares([mpamp.ones(3), mpamp.tensor([1, 2])])
+    with pytest.raises(TypeError, match="contiguous float tensors"):
+        mpamp._C._foreach_sum_squares([mpamp.ones(3, 4).t()])
+    with pytest.raises(TypeError, match="must contain only tensors"):
+        mpamp._C._foreach_sum_squares([mpamp.ones(3), 2.0])
+
+
+@pytest.mark.parametrize("dtype", [mpamp.float32, mpamp.float16, mpamp.bfloat16])
+def test_clip_scales_like_mul(rng, dtype):
+    """Contiguous gradients are scaled in one multi-tensor kernel: the bits of g.mul_(coef)."""
+    params = params_with_grads(rng, dtype, shapes=((30, 40), (7,), (300,)))
+    before = [q.grad.clone() for q in params]
+    total = clip_grad_norm_(params, 0.5)
+    coef = (0.5 / (total + 1e-6)).item()
+    for q, g in zip(params, before):
+        np.testing.assert_array_equal(to_numpy(q.grad.float()), to_numpy(g.mul_(coef).float()))
+
+
 def test_clip_grad_norm_without_grads():
     params = [nn.Parameter(mpamp.ones(3))]
     total = clip_grad_norm_(params, 1.0)

@@ -5,6 +5,7 @@
 #include "bindings.h"
 
 #include "../core/amp/optim.h"
+#include "../core/ops/ops.h"
 
 #define FN(f) (PyCFunction)(void (*)(void))(f)
 
@@ -130,6 +131,34 @@ static PyObject *f_unscale(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
     if (st != MP_OK)
         return mp_raise(st);
     Py_RETURN_NONE;
+}
+
+/* (tensors): the sum of the squares of all their elements, a 0-d float32 tensor on their
+ * device (clip_grad_norm_) */
+static PyObject *f_sum_squares(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
+{
+    const char *fn = "_foreach_sum_squares";
+    mp_state *s = mp_state_of_module(m);
+    tlist g;
+    if (nargs != 1) {
+        PyErr_Format(PyExc_TypeError, "%s() takes 1 positional argument", fn);
+        return NULL;
+    }
+    if (tlist_parse(s, args[0], fn, "tensors", 0, &g) < 0)
+        return NULL;
+    mp_tensor *out = NULL;
+    mp_status st;
+    if (total_numel(g.arr, g.n) >= MP_NOGIL_NUMEL) {
+        Py_BEGIN_ALLOW_THREADS
+        st = mp_op_foreach_sum_squares(g.arr, (int)g.n, &out);
+        Py_END_ALLOW_THREADS
+    } else {
+        st = mp_op_foreach_sum_squares(g.arr, (int)g.n, &out);
+    }
+    tlist_free(&g);
+    if (st != MP_OK)
+        return mp_raise(st);
+    return mp_wrap(s, out);
 }
 
 /* (out, scale): out = 1 / scale on the scale's device (reciprocal in double, as torch) */
@@ -447,6 +476,8 @@ PyMethodDef mp_optim_functions[] = {
      "torch's loss-scale update: backoff on inf, growth after growth_interval clean steps"},
     {"_amp_inv_scale_", FN(f_inv_scale), METH_FASTCALL,
      "out = 1 / scale on the scale's device (reciprocal in double, stored as float32)"},
+    {"_foreach_sum_squares", FN(f_sum_squares), METH_FASTCALL,
+     "Sum of the squares of every element of a list of float tensors (0-d float32)"},
     {"_fused_sgd_", FN(f_fused_sgd), METH_FASTCALL, "Fused multi-tensor SGD step"},
     {"_fused_adam_", FN(f_fused_adam), METH_FASTCALL, "Fused multi-tensor Adam/AdamW step"},
     {"_fused_rmsprop_", FN(f_fused_rmsprop), METH_FASTCALL, "Fused multi-tensor RMSprop step"},

@@ -344,6 +344,8 @@ def check_device_kernel_errors():
             raise AssertionError(text)
     expect(lambda: _C._amp_foreach_non_finite_check_and_unscale_([g], m.zeros(()), None),
            "scaled_grads must be on the same device.")
+    expect(lambda: _C._foreach_sum_squares([m.ones(3, device="cuda"), m.ones(2)]),
+           "_foreach_sum_squares: all tensors must be on the same device")
     expect(lambda: _C._amp_foreach_non_finite_check_and_unscale_(
         [g], m.zeros((), device="cuda"), m.ones(())), "inv_scale must be a CUDA tensor.")
     expect(lambda: _C._amp_update_scale_(m.ones((), device="cuda"), m.zeros((), dtype=m.int64),

@@ -68,6 +68,10 @@ mp_status mp_op_var(mp_tensor *a, uint32_t dim_mask, double correction, int keep
 mp_status mp_op_logsumexp(mp_tensor *a, uint32_t dim_mask, int keepdim, mp_tensor **out);
 /* linalg.vector_norm: ord any number incl. +-inf and 0; dtype < 0: a's (else a is cast
  * to it first, which must not narrow) */
+/* A 0-d fp32 tensor on the tensors' device: the sum of the squares of every element of the
+ * n (>= 1) contiguous float tensors, in double, in an order fixed by their sizes alone
+ * (ops_grad_norm.c; clip_grad_norm_'s 2-norm). */
+mp_status mp_op_foreach_sum_squares(mp_tensor **ts, int n, mp_tensor **out);
 mp_status mp_op_vector_norm(mp_tensor *a, double ord, uint32_t dim_mask, int keepdim,
                             int dtype, mp_tensor **out);
 /* cumsum (prod 0) / cumprod (prod 1) along dim; dtype < 0: a's (int64 for integers) */

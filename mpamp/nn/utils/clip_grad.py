@@ -1,7 +1,9 @@
 """Gradient clipping, as torch.nn.utils: clip_grad_norm_ (with get_total_norm and
-clip_grads_with_norm_) and clip_grad_value_. The norms are reductions (mpamp.sum, mpamp.max),
-accumulated in float32 whatever the gradients' dtype; the result has the gradients' dtype
-(float32 when they are mixed), as torch's stacked norm."""
+clip_grads_with_norm_) and clip_grad_value_. The 2-norm of contiguous gradients on one device
+is one kernel (_C._foreach_sum_squares: every square summed in double, rounded once); other
+norms are reductions (mpamp.sum, mpamp.max) accumulated in float32 whatever the gradients'
+dtype. The result has the gradients' dtype (float32 when they are mixed), as torch's stacked
+norm."""
 import math
 
 import mpamp as _mp
@@ -27,6 +29,12 @@ def _power(a, p):
     return a * a if p == 2.0 else a ** p
 
 
+def _one_kernel(tensors):
+    """Whether _C._foreach_sum_squares takes the tensors: contiguous, on one device."""
+    device = tensors[0].device
+    return all(t.is_contiguous() and t.device == device for t in tensors)
+
+
 def _max_abs(tensors):
     """The inf-norm as a float: NaN when any element is NaN, as torch's max."""
     values = [_mp.max(t.float().abs()).item() for t in tensors if t.numel()]
@@ -44,6 +52,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         return _mp.tensor(0.0)
     if norm_type == math.inf:
         total = _mp.tensor(_max_abs(tensors))
+    elif norm_type == 2.0 and _one_kernel(tensors):
+        total = _mp._C._foreach_sum_squares(tensors) ** 0.5      # one read of each tensor
     elif norm_type > 0:
         power_sum = None
         for t in tensors:
@@ -70,6 +80,11 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         return
     clip_coef = (float(max_norm) / (total_norm + 1e-6)).item()
     if not clip_coef >= 1.0:                    # NaN scales too, as torch's clamp passes it
+        if _one_kernel(grads):                  # one multi-tensor multiply (fp32 math, as mul_)
+            device = grads[0].device
+            _mp._C._amp_foreach_non_finite_check_and_unscale_(
+                grads, _mp.zeros((), device=device), _mp.tensor(clip_coef, device=device))
+            return
         for g in grads:
             g.mul_(clip_coef)
 
