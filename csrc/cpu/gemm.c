@@ -334,15 +334,15 @@ static void pack_shared(const plan *pl, int is_a, int w, int64_t r0, int64_t row
     }
 }
 
-/* One MR x NR tile: from the packed A panel pa, or, for a full tile of a plan that reads A
- * in place, from A's rows at gi (k from pc). */
-static inline void tile(const plan *pl, int unpacked, const char *pa, int64_t gi, int64_t pc,
+/* One MR x NR tile: from the packed A panel pa, or, for a plan that reads A in place, from
+ * the `rows` rows of A at gi (k from pc). */
+static inline void tile(const plan *pl, const char *pa, int64_t gi, int64_t rows, int64_t pc,
                         int64_t kc, const char *pb, float *c, int64_t ldc, int accumulate)
 {
     const mp_gemm_ukr *u = pl->u;
-    if (unpacked)
+    if (pl->direct_a)
         u->kernel_sa(kc, (const float *)(const void *)pl->sa.base + gi * pl->sa.rs +
-                     pc * pl->sa.ks, pl->sa.rs, pl->sa.ks, pb, c, ldc, accumulate);
+                     pc * pl->sa.ks, pl->sa.rs, pl->sa.ks, (int)rows, pb, c, ldc, accumulate);
     else
         u->kernel(kc, pa, pb, c, ldc, accumulate);
 }
@@ -357,8 +357,7 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     int64_t kcb, mcb, ncb;
     blocking(u, m, n, k, &kcb, &mcb, &ncb);
     int share_a = pl->shared && !pl->split_rows, share_b = pl->shared && pl->split_rows;
-    size_t abytes = share_a ? 0 : pl->direct_a ? block_size(u, 1, mr, mr, kcb)
-                                            : block_size(u, 1, mr, mcb, kcb);
+    size_t abytes = share_a || pl->direct_a ? 0 : block_size(u, 1, mr, mcb, kcb);
     size_t bbytes = share_b ? 0 : block_size(u, 0, nr, ncb, kcb);
     target_kind tk = TARGET_GROUP;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
@@ -409,10 +408,8 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
             }
             for (int64_t ic = 0; ic < m; ic += mcb) {
                 int64_t mc = MIN(mcb, m - ic);
-                int64_t full = mc / mr * mr;    /* unpacked A: only a last short panel */
                 if (pl->direct_a) {
-                    if (full < mc)
-                        pack_a(&pl->sa, fmt_a, mr, i0 + ic + full, mc - full, pc, kc, ap);
+                    /* A is read in place */
                 } else if (share_a) {       /* block (pc, ic) of the whole A */
                     int64_t b = pc / kcb * blocks_m + ic / mcb;
                     ap = pl->shared + (size_t)b * pl->block_bytes;
@@ -427,20 +424,18 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
                         group += ((jc / ncb) * groups_per_nc + jr / gw) * mpad * gw + ic * gw;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int64_t rows = MIN(mr, mc - ir), gi = i0 + ic + ir;
-                        int unpacked = pl->direct_a && ir < full;
-                        const char *pa = pl->direct_a ? ap : ap + (ir / mr) * as;
-                        const char *pb = bp + (jr / nr) * bs;
+                        const char *pa = ap + (ir / mr) * as, *pb = bp + (jr / nr) * bs;
                         if (tk != TARGET_C) {     /* a group has room for whole tiles */
-                            tile(pl, unpacked, pa, gi, pc, kc, pb,
-                                 group + ir * gw + (jr - g0), gw, pc > 0);
+                            tile(pl, pa, gi, rows, pc, kc, pb, group + ir * gw + (jr - g0), gw,
+                                 pc > 0);
                             continue;
                         }
                         float *t = cf + gi * g->ldc + gj;
                         int acc = pc > 0 || (pl->direct && g->beta != 0.0f);
                         if (rows == mr && cols == nr) {
-                            tile(pl, unpacked, pa, gi, pc, kc, pb, t, g->ldc, acc);
+                            tile(pl, pa, gi, rows, pc, kc, pb, t, g->ldc, acc);
                         } else {
-                            tile(pl, unpacked, pa, gi, pc, kc, pb, edge, nr, 0);
+                            tile(pl, pa, gi, rows, pc, kc, pb, edge, nr, 0);
                             merge(edge, nr, t, g->ldc, rows, cols, acc);
                         }
                         if (last && !pl->direct)      /* alpha, bias, activation in place */

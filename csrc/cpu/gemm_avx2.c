@@ -67,12 +67,14 @@ static void kernel_6x16(int64_t kc, const void *ap, const void *bp, float *c, in
     } while (0)
 
 /* kernel_6x16 with A unpacked (gemm_ukr.h): one pointer per row, one offset along k. */
-static void kernel_6x16_sa(int64_t kc, const float *a, int64_t rs, int64_t ks, const void *bp,
-                           float *c, int64_t ldc, int accumulate)
+static void kernel_6x16_sa(int64_t kc, const float *a, int64_t rs, int64_t ks, int rows,
+                           const void *bp, float *c, int64_t ldc, int accumulate)
 {
     const float *b = bp;
-    const float *a0 = a, *a1 = a0 + rs, *a2 = a1 + rs, *a3 = a2 + rs, *a4 = a3 + rs;
-    const float *a5 = a4 + rs;
+#define ROW_PTR(r) (a + ((r) < rows ? (r) : rows - 1) * rs)
+    const float *a0 = a, *a1 = ROW_PTR(1), *a2 = ROW_PTR(2), *a3 = ROW_PTR(3);
+    const float *a4 = ROW_PTR(4), *a5 = ROW_PTR(5);
+#undef ROW_PTR
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
     for (int r = 0; r < MR; r++) {

@@ -24,10 +24,13 @@ typedef void (*mp_gemm_ukr_fn)(int64_t kc, const void *ap, const void *bp, float
                                int64_t ldc, int accumulate);
 
 /* The same tile with an fp32 A read where it lies, unpacked: A (i, k) at a[i * rs + k * ks]
- * (rs or ks is 1). The same multiply-adds in the same order as the packed kernel, so the same
- * bits; the B panel is packed as usual. */
+ * (rs or ks is 1) for the first `rows` (1..MR) rows; the tile's other rows repeat the last
+ * of them (they are computed, never past A's end, and left out when the tile is merged). The
+ * same multiply-adds in the same order as the packed kernel, so the same bits; the B panel is
+ * packed as usual. */
 typedef void (*mp_gemm_ukr_sa_fn)(int64_t kc, const float *a, int64_t rs, int64_t ks,
-                                  const void *bp, float *c, int64_t ldc, int accumulate);
+                                  int rows, const void *bp, float *c, int64_t ldc,
+                                  int accumulate);
 
 typedef void (*mp_gemm_pack_fn)(const struct mp_pack_src *s, mp_panel_format fmt, int w,
                                 int64_t r0, int64_t rows, int64_t k0, int64_t kc, void *dst);
