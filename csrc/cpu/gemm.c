@@ -91,7 +91,7 @@ typedef struct {
     mp_pack_src sa, sb;
     const float *bias;       /* n values with bias_scale applied; NULL: none */
     int direct;              /* C is fp32 and the product is all there is to do */
-    int direct_a;            /* full MR-row tiles read A unpacked (u->kernel_sa) */
+    int unpacked_a;          /* the tiles read A where it lies (u->kernel_sa): no A panels */
     int split_rows;
     /* The operand every piece needs whole - A when pieces are column ranges, B when they are
      * row ranges - packed once into `shared` by whichever threads get there first (see
@@ -340,7 +340,7 @@ static inline void tile(const plan *pl, const char *pa, int64_t gi, int64_t rows
                         int64_t kc, const char *pb, float *c, int64_t ldc, int accumulate)
 {
     const mp_gemm_ukr *u = pl->u;
-    if (pl->direct_a)
+    if (pl->unpacked_a)
         u->kernel_sa(kc, (const float *)(const void *)pl->sa.base + gi * pl->sa.rs +
                      pc * pl->sa.ks, pl->sa.rs, pl->sa.ks, (int)rows, pb, c, ldc, accumulate);
     else
@@ -357,7 +357,7 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
     int64_t kcb, mcb, ncb;
     blocking(u, m, n, k, &kcb, &mcb, &ncb);
     int share_a = pl->shared && !pl->split_rows, share_b = pl->shared && pl->split_rows;
-    size_t abytes = share_a || pl->direct_a ? 0 : block_size(u, 1, mr, mcb, kcb);
+    size_t abytes = share_a || pl->unpacked_a ? 0 : block_size(u, 1, mr, mcb, kcb);
     size_t bbytes = share_b ? 0 : block_size(u, 0, nr, ncb, kcb);
     target_kind tk = TARGET_GROUP;
     if (pl->direct || (k > u->kc && g->c_dtype == MP_DTYPE_FLOAT32 && g->beta == 0.0f))
@@ -408,13 +408,11 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
             }
             for (int64_t ic = 0; ic < m; ic += mcb) {
                 int64_t mc = MIN(mcb, m - ic);
-                if (pl->direct_a) {
-                    /* A is read in place */
-                } else if (share_a) {       /* block (pc, ic) of the whole A */
+                if (share_a) {              /* block (pc, ic) of the whole A */
                     int64_t b = pc / kcb * blocks_m + ic / mcb;
                     ap = pl->shared + (size_t)b * pl->block_bytes;
                     pack_shared(pl, 1, mr, i0 + ic, mc, pc, kc, ap, pl->ready + b * pl->subs);
-                } else {
+                } else if (!pl->unpacked_a) {
                     pack_a(&pl->sa, fmt_a, mr, i0 + ic, mc, pc, kc, ap);
                 }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
@@ -424,7 +422,8 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
                         group += ((jc / ncb) * groups_per_nc + jr / gw) * mpad * gw + ic * gw;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         int64_t rows = MIN(mr, mc - ir), gi = i0 + ic + ir;
-                        const char *pa = ap + (ir / mr) * as, *pb = bp + (jr / nr) * bs;
+                        const char *pa = pl->unpacked_a ? NULL : ap + (ir / mr) * as;
+                        const char *pb = bp + (jr / nr) * bs;
                         if (tk != TARGET_C) {     /* a group has room for whole tiles */
                             tile(pl, pa, gi, rows, pc, kc, pb, group + ir * gw + (jr - g0), gw,
                                  pc > 0);
@@ -562,7 +561,7 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
                           g->trans_a ? g->lda : 1, cvt};
     pl.sb = (mp_pack_src){(const char *)g->b, g->b_dtype, g->trans_b ? g->ldb : 1,
                           g->trans_b ? 1 : g->ldb, cvt};
-    pl.direct_a = unpacked_a_pays(&pl);
+    pl.unpacked_a = unpacked_a_pays(&pl);
     int64_t nthreads = threads > 0 ? threads : mp_get_num_threads();
     if ((double)g->m * (double)g->n * (double)g->k < GEMM_THREAD_MACS)
         nthreads = 1;
@@ -586,7 +585,7 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
     pl.step = (tiles + pieces - 1) / pieces * unit;
     pl.pieces = pieces;
     size_t shared_size = 0;
-    if (pieces > 1 && !(pl.direct_a && !pl.split_rows))   /* an unpacked A is not shared */
+    if (pieces > 1 && !(pl.unpacked_a && !pl.split_rows))   /* an unpacked A is not shared */
         share_operand(&pl, &shared_size);
     mp_parallel_for(MIN(nthreads, pieces), 1, run_pieces, &pl);
     if (pl.shared) {
