@@ -23,7 +23,8 @@ CPU = os.path.join(ROOT, "csrc", "cpu")
 SOURCES = [os.path.join(EMU, f) for f in ("gemm_check_main.c", "gemm_avx512_emu.c",
                                           "gemm_avx512bf16_emu.c", "gemm_pack_avx512_emu.c",
                                           "cast_avx512_emu.c")] + [
-    os.path.join(CPU, f) for f in ("gemm.c", "gemm_pack.c", "gemm_pack_avx2.c", "gemm_ref.c",
+    os.path.join(CPU, f) for f in ("gemm.c", "gemm_epilogue.c", "gemm_pack.c", "gemm_pack_avx2.c",
+                                   "gemm_ref.c",
                                    "gemm_avx2.c",
                                    "cast_scalar.c", "cast_avx2.c", "cast_avx512bf16.c",
                                    "parallel.c")]

@@ -18,6 +18,7 @@
 #include "../shared/mp_half.h"
 #include "../shared/mp_math.h"
 #include "copy_bytes.h"
+#include "gemm_epilogue.h"
 #include "gemm_pack.h"
 #include "parallel.h"
 
@@ -145,103 +146,6 @@ static float load_f(const void *p, mp_dtype dt, int64_t i)
         return mp_bf16_to_f32(((const mp_bf16 *)p)[i]);
     default:
         return ((const float *)p)[i];
-    }
-}
-
-/* C[i.., j..] for rows x cols from the fp32 accumulators acc (row stride ldacc; NULL: 0),
- * a row (up to EPI_ROW values) at a time: alpha, beta * C, bias and the activation in loops the
- * compiler vectorises, then the row goes to C - copied, or rounded by the dispatch table's
- * vector cast (bit-identical to the scalar casts) straight into C. A plain product skips the
- * arithmetic. Rows are long (run_piece hands over groups 256 columns wide), so the calls are
- * few and the stores run along C's lines. */
-#define EPI_ROW 512
-#define EPI_AHEAD 2
-
-/* Asks for the lines of C a row will be written to, a few rows ahead: each row of C is a
- * fresh miss (ldc apart, beyond the hardware prefetcher), and the stores alone kept only a
- * few misses in flight. */
-static inline void prefetch_row(const char *p, size_t bytes)
-{
-    for (size_t o = 0; o < bytes; o += 64)
-        __builtin_prefetch(p + o, 1, 3);
-    __builtin_prefetch(p + bytes - 1, 1, 3);
-}
-
-/* v[0..w) = act(alpha * acc + beta * C + bias), each term only where it is present, in that
- * order of operations (the bits of every combination). with_c: v holds the row of (fp32) C
- * on entry. The common linear-layer cases (bias alone, bias + ReLU) are loops of their own on
- * locals, since with the build's -fno-strict-aliasing a loop through the args would reload
- * them per element; the rest is one simple pass per term, each of which the compiler
- * vectorises (one loop testing every term per element stayed scalar: 1 ns per element, more
- * than the micro-kernel itself in attention's small scaled products). */
-static void epilogue_row(float *v, const float *acc, int with_c, const float *bias,
-                         float alpha, float beta, int act, int64_t w)
-{
-    if (acc && alpha == 1.0f && !with_c && bias && act == MP_GEMM_ACT_NONE) {
-        for (int64_t q = 0; q < w; q++)
-            v[q] = acc[q] + bias[q];
-        return;
-    }
-    if (acc && alpha == 1.0f && !with_c && bias && act == MP_GEMM_ACT_RELU) {
-        for (int64_t q = 0; q < w; q++)
-            v[q] = mp_relu(acc[q] + bias[q]);
-        return;
-    }
-    if (acc && with_c)
-        for (int64_t q = 0; q < w; q++)
-            v[q] = alpha * acc[q] + beta * v[q];
-    else if (acc)
-        for (int64_t q = 0; q < w; q++)
-            v[q] = alpha * acc[q];
-    else if (with_c)
-        for (int64_t q = 0; q < w; q++)
-            v[q] = 0.0f + beta * v[q];
-    else
-        for (int64_t q = 0; q < w; q++)
-            v[q] = 0.0f;
-    if (bias)
-        for (int64_t q = 0; q < w; q++)
-            v[q] += bias[q];
-    if (act == MP_GEMM_ACT_RELU)
-        for (int64_t q = 0; q < w; q++)
-            v[q] = mp_relu(v[q]);
-    else if (act == MP_GEMM_ACT_GELU)
-        for (int64_t q = 0; q < w; q++)
-            v[q] = mp_gelu(v[q]);
-}
-
-static void epilogue(const plan *pl, const float *acc, int64_t ldacc, int64_t i, int64_t j,
-                     int64_t rows, int64_t cols)
-{
-    const mp_gemm_args *g = pl->g;
-    const float alpha = g->alpha, beta = g->beta;
-    const int act = g->act, plain = acc && alpha == 1.0f && beta == 0.0f && !pl->bias &&
-                                    act == MP_GEMM_ACT_NONE;
-    const mp_dtype cdt = g->c_dtype;
-    const size_t csz = mp_dtype_size(cdt);
-    float buf[EPI_ROW];
-    for (int64_t q0 = 0; q0 < cols; q0 += EPI_ROW) {
-        int64_t w = MIN(EPI_ROW, cols - q0);
-        const float *bias = pl->bias ? pl->bias + j + q0 : NULL;
-        for (int64_t r = 0; r < rows; r++) {
-            const float *ar = acc ? acc + r * ldacc + q0 : NULL;
-            int64_t at = (i + r) * g->ldc + j + q0;
-            if (r + EPI_AHEAD < rows)
-                prefetch_row((const char *)g->c + (at + EPI_AHEAD * g->ldc) * (int64_t)csz,
-                             (size_t)w * csz);
-            const float *v = ar;
-            if (!plain) {                     /* an fp32 C takes the values in place */
-                float *dst = cdt == MP_DTYPE_FLOAT32 ? (float *)g->c + at : buf;
-                epilogue_row(dst, ar, beta != 0.0f, bias, alpha, beta, act, w);
-                v = dst;
-            }
-            if (cdt == MP_DTYPE_FLOAT16)
-                pl->cvt->f32_to_f16(v, (mp_half *)g->c + at, (size_t)w);
-            else if (cdt == MP_DTYPE_BFLOAT16)
-                pl->cvt->f32_to_bf16(v, (mp_bf16 *)g->c + at, (size_t)w);
-            else if (v != (const float *)g->c + at)
-                mp_copy_bytes((float *)g->c + at, v, sizeof(float) * (size_t)w);
-        }
     }
 }
 
@@ -438,10 +342,11 @@ static mp_status run_piece(const plan *pl, int64_t i0, int64_t i1, int64_t j0, i
                             merge(edge, nr, t, g->ldc, rows, cols, acc);
                         }
                         if (last && !pl->direct)      /* alpha, bias, activation in place */
-                            epilogue(pl, t, g->ldc, gi, gj, rows, cols);
+                            mp_gemm_epilogue(g, pl->bias, pl->cvt, t, g->ldc, gi, gj, rows, cols);
                     }
                     if (last && tk != TARGET_C && (jr + nr >= nc || (jr + nr) % gw == 0))
-                        epilogue(pl, group, gw, i0 + ic, j0 + jc + g0, mc, MIN(gw, nc - g0));
+                        mp_gemm_epilogue(g, pl->bias, pl->cvt, group, gw, i0 + ic, j0 + jc + g0, mc,
+                                     MIN(gw, nc - g0));
                 }
             }
         }
@@ -550,7 +455,7 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
     }
     pl.cvt = cvt;
     if (g->k <= 0 || g->alpha == 0.0f) {      /* C = act(beta * C + bias): A, B not read */
-        epilogue(&pl, NULL, 0, 0, 0, g->m, g->n);
+        mp_gemm_epilogue(g, pl.bias, pl.cvt, NULL, 0, 0, 0, g->m, g->n);
         free(bias);
         return MP_OK;
     }
