@@ -244,15 +244,17 @@ static double exp_sum_avx2(const float *x, float shift, float *y, size_t n)
         _mm256_storeu_ps(y + i + 8, b);
         partials_add(&s, a, b);
     }
-    if (i < n) {
+    if (i < n) {            /* the second half only when a lane of it is in: the other
+                               adds -0 to its partials, which leaves them as they are */
         __m256i m0, m1;
-        __m256 a = vm_exp(_mm256_sub_ps(load_part(x, i, 0, n, &m0), sh));
-        __m256 b = vm_exp(_mm256_sub_ps(load_part(x, i, 8, n, &m1), sh));
+        __m256 a = vm_exp(_mm256_sub_ps(load_part(x, i, 0, n, &m0), sh)), b = zero;
         _mm256_maskstore_ps(y + i, m0, a);
-        if (i + 8 < n)
+        if (i + 8 < n) {
+            b = vm_exp(_mm256_sub_ps(load_part(x, i, 8, n, &m1), sh));
             _mm256_maskstore_ps(y + i + 8, m1, b);
-        partials_add(&s, _mm256_blendv_ps(zero, a, _mm256_castsi256_ps(m0)),
-                     _mm256_blendv_ps(zero, b, _mm256_castsi256_ps(m1)));
+            b = _mm256_blendv_ps(zero, b, _mm256_castsi256_ps(m1));
+        }
+        partials_add(&s, _mm256_blendv_ps(zero, a, _mm256_castsi256_ps(m0)), b);
     }
     return partials_combine(&s);
 }
