@@ -71,6 +71,27 @@ def test_input_and_output_dtypes(rng, adt, cdt):
             check(out, opa @ opb, np.abs(opa) @ np.abs(opb), k, cdt)
 
 
+@pytest.mark.parametrize("adt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("k", [3, 8, 10, 15, 23])
+def test_half_inputs_pack_to_the_bits_of_their_float32_values(rng, adt, k):
+    """fp16/bf16 operands are widened while packing into the fp32 panels: the product is the
+    one of the same values given as fp32, bit for bit, whatever the k tail (a depth that is
+    not a multiple of 8 re-reads the last 8 k of each row; below 8 the portable packer), the
+    layout (contiguous along k or along the panel) and the output dtype. bf16 x bf16 takes its
+    own kernel on AVX512_BF16 (tested elsewhere), so that level checks fp16 here."""
+    for isa in ISAS:
+        if adt == "bfloat16" and _C._gemm_kernel_name(isa, "bf16", "bf16").find("fp32") < 0:
+            continue
+        for (m, n), ta, tb in [((256, 10), False, True), ((37, 45), True, False),
+                               ((13, 33), False, False), ((50, 7), True, True)]:
+            a, _ = rounded(rng, (k, m) if ta else (m, k), adt)
+            b, _ = rounded(rng, (n, k) if tb else (k, n), adt)
+            for cdt in ("float32", adt):
+                got = run(a, b, mpamp.empty(m, n, dtype=cdt), ta, tb, isa=isa)
+                want = run(a.float(), b.float(), mpamp.empty(m, n, dtype=cdt), ta, tb, isa=isa)
+                np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("k", [1, 100, 700])
 @pytest.mark.parametrize("cdt", DTYPES)
 def test_fused_epilogue(rng, k, cdt):

@@ -14,6 +14,7 @@
  * few and the stores run along C's lines. */
 #define EPI_ROW 512
 #define EPI_AHEAD 2
+#define EPI_SHORT 16       /* narrower rows of a contiguous C are rounded many at a time */
 
 /* Asks for the lines of C a row will be written to, a few rows ahead: each row of C is a
  * fresh miss (ldc apart, beyond the hardware prefetcher), and the stores alone kept only a
@@ -78,6 +79,28 @@ void mp_gemm_epilogue(const mp_gemm_args *g, const float *bias_all, const mp_cpu
     const mp_dtype cdt = g->c_dtype;
     const size_t csz = mp_dtype_size(cdt);
     float buf[EPI_ROW];
+    if (cdt != MP_DTYPE_FLOAT32 && cols < EPI_SHORT && cols == g->ldc) {
+        /* A narrow fp16/bf16 C with contiguous rows (the document MLP's 10 and 1 columns):
+         * rows gathered in buf and rounded by one call per EPI_ROW values, not one per row
+         * (the call cost more than the row). Only an fp32 C has beta. */
+        const float *bias = bias_all ? bias_all + j : NULL;
+        for (int64_t r0 = 0, per = EPI_ROW / cols; r0 < rows; r0 += per) {
+            int64_t nr = MIN(per, rows - r0);
+            for (int64_t r = 0; r < nr; r++) {
+                const float *ar = acc ? acc + (r0 + r) * ldacc : NULL;
+                if (plain)
+                    mp_copy_bytes(buf + r * cols, ar, sizeof(float) * (size_t)cols);
+                else
+                    epilogue_row(buf + r * cols, ar, 0, bias, alpha, beta, act, cols);
+            }
+            char *out = (char *)g->c + ((i + r0) * g->ldc + j) * (int64_t)csz;
+            if (cdt == MP_DTYPE_FLOAT16)
+                cvt->f32_to_f16(buf, (mp_half *)out, (size_t)(nr * cols));
+            else
+                cvt->f32_to_bf16(buf, (mp_bf16 *)out, (size_t)(nr * cols));
+        }
+        return;
+    }
     for (int64_t q0 = 0; q0 < cols; q0 += EPI_ROW) {
         int64_t w = MIN(EPI_ROW, cols - q0);
         const float *bias = bias_all ? bias_all + j + q0 : NULL;

@@ -4,7 +4,7 @@
  * registers; one contiguous along the panel is converted and stored directly. fp16 converts
  * with vcvtph2ps and bf16 by widening, both exact, so the panels equal the portable ones bit
  * for bit - except that vcvtph2ps quiets a signalling NaN, which cannot change a product (NaN
- * in, NaN out). Partial panels and k tails go to the portable code. */
+ * in, NaN out). Partial panels and products less than 8 deep go to the portable code. */
 #include <immintrin.h>
 
 #include "gemm_pack.h"
@@ -89,7 +89,9 @@ static inline void copy_floats(float *d, const float *s, int w)
 }
 
 /* One full panel (rows == w) of a source contiguous along k, rows in groups of 8; returns
- * the k handled (a multiple of 8). `ahead` rows after the panel (0 or w, all inside the block
+ * the k handled (all of kc when it is 8 or more: the tail re-reads the last 8 k, so a 10-deep
+ * fp16 product no longer sends one short conversion call per row to the portable code; else
+ * 0). `ahead` rows after the panel (0 or w, all inside the block
  * being packed) are prefetched at the same k: the rows lie a whole source row apart, beyond
  * the hardware prefetcher, and waiting for them took most of the packing time of a row-major
  * A (2048 x 2048 bf16: 6% of the product). */
@@ -110,6 +112,17 @@ static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0
             for (int q = 0; q < 8; q++)
                 store_lanes(d + q * w + g, r[q], n);
         }
+    }
+    if (p < kc && p >= 8) {     /* the last kc % 8 k: the 8 k ending there, read again */
+        int rem = (int)(kc - p);
+        float *d = dst + p * w;
+        for (int g = 0; g < w; g += 8) {
+            int n = w - g < 8 ? w - g : 8;
+            block8(s, r0 + g, n, k0 + kc - 8, r);
+            for (int q = 0; q < rem; q++)
+                store_lanes(d + q * w + g, r[8 - rem + q], n);
+        }
+        p = kc;
     }
     return p;
 }

@@ -65,7 +65,7 @@ static int check_half(void *data, mp_dtype dt, int64_t b, int64_t e, float inv, 
 
 /* A large gradient is checked on several threads (elements are independent; the flag is an
  * OR). Below the grain a tensor stays on the calling thread. */
-#define UNSCALE_GRAIN (1 << 18)
+#define UNSCALE_GRAIN (1 << 15)
 
 typedef struct {
     void *g;
