@@ -94,8 +94,10 @@ def test_half_inputs_pack_to_the_bits_of_their_float32_values(rng, adt, k):
 
 @pytest.mark.parametrize("k", [1, 100, 700])
 @pytest.mark.parametrize("cdt", DTYPES)
-def test_fused_epilogue(rng, k, cdt):
-    m, n = 23, 41
+@pytest.mark.parametrize("m,n", [(23, 41), (300, 10), (129, 1)])
+def test_fused_epilogue(rng, k, cdt, m, n):
+    """41 columns: row by row; 10 and 1 (below 16, C's rows contiguous): a 16-bit C takes
+    its rows many at a time (300 x 10 fills the 512-value buffer more than once)."""
     a, an = rounded(rng, (m, k), "bfloat16")
     b, bn = rounded(rng, (k, n), "bfloat16")
     bias, biasn = rounded(rng, (n,), "float16")
@@ -108,6 +110,8 @@ def test_fused_epilogue(rng, k, cdt):
             out = run(a, b, c, alpha=0.75, bias=bias, act=act, isa=isa)
             ref = f(0.75 * prod + biasn)
             check(out, ref, mag, k, cdt)
+        plain = run(a, b, mpamp.empty(m, n, dtype=cdt), isa=ISAS[-1])
+        check(plain, prod, np.abs(an) @ np.abs(bn), k, cdt)
 
 
 def test_beta_accumulates_into_float32_c(rng):
