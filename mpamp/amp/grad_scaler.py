@@ -179,6 +179,25 @@ class GradScaler:
     def _unscale_grads_(self, optimizer, inv_scale, found_inf, allow_fp16):
         """Check (and unscale, when inv_scale is given) every grad; {device: found_inf}."""
         import mpamp
+        if not found_inf.is_cuda:            # the CPU's hot path: every grad there, one call
+            grads = []
+            for group in optimizer.param_groups:
+                for param in group["params"]:
+                    g = param.grad
+                    if g is None:
+                        continue
+                    if g.is_cuda:
+                        break
+                    if (not allow_fp16) and g.dtype == mpamp.float16:
+                        raise ValueError("Attempting to unscale FP16 gradients.")
+                    grads.append(g)
+                else:
+                    continue
+                break
+            else:       # (the C call only reads and writes the grads: no autograd involved)
+                if grads:
+                    _C._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
+                return {"cpu": found_inf} if grads else {}
         per_device_inv_scale = _MultiDeviceReplicator(inv_scale) if inv_scale is not None \
             else None
         per_device_found_inf = _MultiDeviceReplicator(found_inf)
@@ -274,9 +293,11 @@ class GradScaler:
         if found_inf is None:                # no grads at all: nothing to skip on
             import mpamp
             found_inf = _full(0.0, mpamp.float32, scaler.device)
-        optimizer.grad_scale = (getattr(optimizer, "grad_scale", None)
-                                if optimizer_state["stage"] is OptState.UNSCALED
-                                else scaler * getattr(optimizer, "grad_scale", 1))
+        if optimizer_state["stage"] is OptState.UNSCALED:
+            optimizer.grad_scale = getattr(optimizer, "grad_scale", None)
+        else:       # torch: scaler * (the optimizer's own grad_scale or 1); x 1 is exact
+            own = getattr(optimizer, "grad_scale", None)
+            optimizer.grad_scale = scaler if own is None else scaler * own
         optimizer.found_inf = found_inf
         self._stats["steps"] += 1
         if not found_inf.is_cuda:        # free to read; a device count is summed there

@@ -1,11 +1,10 @@
 """Adam and AdamW (torch's update rules; AdamW = Adam with decoupled weight decay).
 
-Both call one fused C kernel (_C._fused_adam_) per param group and step count, with a
-decay-mode flag. Optimizer state (step, exp_avg, exp_avg_sq, max_exp_avg_sq) has torch's keys;
+Both call one fused C kernel (_C._fused_adam_) per param group, with a decay-mode flag; the
+kernel counts each tensor's steps itself (on the CPU as on a GPU). Optimizer state (step, exp_avg, exp_avg_sq, max_exp_avg_sq) has torch's keys;
 the moments are float32 whatever the parameter dtype. Extensions beyond torch:
 master_weights=True and stochastic_rounding=True (see mpamp.optim.SGD).
 """
-import math
 
 import mpamp
 from .. import _C
@@ -60,11 +59,7 @@ class Adam(Optimizer):
             return loss
         with no_grad():
             for group in self.param_groups:
-                if group["params"] and group["params"][0].is_cuda:
-                    self._device_step(group, grad_scale, found_inf)
-                    continue
-                for step, lists in self._buckets(group).items():
-                    self._bucket_step(group, step, lists, grad_scale, found_inf)
+                self._device_step(group, grad_scale, found_inf)
         return loss
 
     def _init_state(self, p, group):
@@ -79,22 +74,28 @@ class Adam(Optimizer):
         return state
 
     def _device_step(self, group, grad_scale, found_inf):
-        """Parameters on a CUDA device: one fused call whose kernel counts the steps there
-        and derives the bias corrections from them, so nothing is read on the host."""
-        lists = ([], [], [], [], [], [], [])   # params, grads, masters, m, v, vmax, steps
+        """One fused call whose kernel counts the steps where the parameters are and derives
+        each tensor's bias corrections from its own count (in double, as torch's Python
+        numbers), so nothing is read on the host: on a GPU no sync, on the CPU no per-tensor
+        .item() and fill_ (the step's largest Python cost on small models)."""
+        ps, gs, ms, m1, m2, vmax, steps = [], [], [], [], [], [], []
+        masters = getattr(self, "master_weights", False)
         for p in group["params"]:
-            if p.grad is None:
+            g = p.grad
+            if g is None:
                 continue
             state = self.state[p]
-            if len(state) == 0 or "step" not in state:
+            if "step" not in state:
                 state = self._init_state(p, group)
-            for lst, v in zip(lists, (p, p.grad, self._master(p, state), state["exp_avg"],
-                                      state["exp_avg_sq"], state.get("max_exp_avg_sq"),
-                                      state["step"])):
-                lst.append(v)
-        if not lists[0]:
+            ps.append(p)
+            gs.append(g)
+            ms.append(self._master(p, state) if masters else None)
+            m1.append(state["exp_avg"])
+            m2.append(state["exp_avg_sq"])
+            vmax.append(state.get("max_exp_avg_sq"))
+            steps.append(state["step"])
+        if not ps:
             return
-        ps, gs, ms, m1, m2, vmax, steps = lists
         beta1, beta2 = (float(b) for b in group["betas"])
         lr, wd = float(group["lr"]), float(group["weight_decay"])
         amsgrad = bool(group["amsgrad"])
@@ -103,40 +104,6 @@ class Adam(Optimizer):
                     0.0, 0.0, 1.0 - lr * wd,
                     bool(group.get("decoupled_weight_decay", False)), amsgrad,
                     bool(group["maximize"]), steps, lr)
-
-    def _buckets(self, group):
-        """{new step count: (params, grads, masters, exp_avgs, exp_avg_sqs, max_sqs)}."""
-        buckets = {}
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self.state[p]
-            if len(state) == 0 or "step" not in state:
-                state = self._init_state(p, group)
-            step = state["step"].item() + 1
-            state["step"].fill_(step)
-            lists = buckets.setdefault(step, ([], [], [], [], [], []))
-            master = self._master(p, state)
-            for lst, v in zip(lists, (p, p.grad, master, state["exp_avg"],
-                                      state["exp_avg_sq"], state.get("max_exp_avg_sq"))):
-                lst.append(v)
-        return buckets
-
-    def _bucket_step(self, group, step, lists, grad_scale, found_inf):
-        ps, gs, ms, m1, m2, vmax = lists
-        masters = _masters(ps, ms)
-        beta1, beta2 = (float(b) for b in group["betas"])
-        lr, wd = float(group["lr"]), float(group["weight_decay"])
-        bias_correction1 = 1 - beta1 ** step
-        bias_correction2 = 1 - beta2 ** step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = math.sqrt(bias_correction2)
-        amsgrad = bool(group["amsgrad"])
-        self._fused(_C._fused_adam_, ps, gs, masters, grad_scale, found_inf, m1, m2,
-                    vmax if amsgrad else None, beta1, beta2, float(group["eps"]), wd,
-                    step_size, bias_correction2_sqrt, 1.0 - lr * wd,
-                    bool(group.get("decoupled_weight_decay", False)), amsgrad,
-                    bool(group["maximize"]))
 
 
 class AdamW(Adam):
