@@ -4,7 +4,7 @@
  * registers; one contiguous along the panel is converted and stored directly. fp16 converts
  * with vcvtph2ps and bf16 by widening, both exact, so the panels equal the portable ones bit
  * for bit - except that vcvtph2ps quiets a signalling NaN, which cannot change a product (NaN
- * in, NaN out). Partial panels and products less than 8 deep go to the portable code. */
+ * in, NaN out). Only products less than 8 deep along k go to the portable code. */
 #include <immintrin.h>
 
 #include "gemm_pack.h"
@@ -88,15 +88,22 @@ static inline void copy_floats(float *d, const float *s, int w)
         *d = *s;
 }
 
-/* One full panel (rows == w) of a source contiguous along k, rows in groups of 8; returns
- * the k handled (all of kc when it is 8 or more: the tail re-reads the last 8 k, so a 10-deep
- * fp16 product no longer sends one short conversion call per row to the portable code; else
- * 0). `ahead` rows after the panel (0 or w, all inside the block
- * being packed) are prefetched at the same k: the rows lie a whole source row apart, beyond
- * the hardware prefetcher, and waiting for them took most of the packing time of a row-major
- * A (2048 x 2048 bf16: 6% of the product). */
-static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0, int64_t kc,
-                             int ahead, float *dst)
+/* Source rows of a panel with `rows` rows in its group of 8 from row g (0..8; the panel's
+ * rows past `rows` are zeros). */
+static inline int rows_in(int64_t rows, int g)
+{
+    return rows - g >= 8 ? 8 : rows - g > 0 ? (int)(rows - g) : 0;
+}
+
+/* One panel (`rows` <= w source rows, the rest zeros) of a source contiguous along k, rows
+ * in groups of 8; returns the k handled: all of kc when it is 8 or more (the tail re-reads
+ * the last 8 k, so a 10-deep fp16 product no longer sends one short conversion call per row
+ * to the portable code), else 0. `ahead` rows after the panel (the next panel's, all inside
+ * the block being packed) are prefetched at the same k: the rows lie a whole source row
+ * apart, beyond the hardware prefetcher, and waiting for them took most of the packing time
+ * of a row-major A (2048 x 2048 bf16: 6% of the product). */
+static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t rows,
+                             int64_t k0, int64_t kc, int ahead, float *dst)
 {
     int64_t p = 0;
     size_t esz = mp_dtype_size(s->dtype);
@@ -107,20 +114,20 @@ static int64_t panel_along_k(const mp_pack_src *s, int w, int64_t r0, int64_t k0
             _mm_prefetch(s->base + ((r0 + w + i) * s->rs + k0 + p) * (int64_t)esz,
                          _MM_HINT_T0);
         for (int g = 0; g < w; g += 8) {
-            int n = w - g < 8 ? w - g : 8;
-            block8(s, r0 + g, n, k0 + p, r);
+            int lanes = w - g < 8 ? w - g : 8;
+            block8(s, r0 + g, rows_in(rows, g), k0 + p, r);
             for (int q = 0; q < 8; q++)
-                store_lanes(d + q * w + g, r[q], n);
+                store_lanes(d + q * w + g, r[q], lanes);
         }
     }
     if (p < kc && p >= 8) {     /* the last kc % 8 k: the 8 k ending there, read again */
         int rem = (int)(kc - p);
         float *d = dst + p * w;
         for (int g = 0; g < w; g += 8) {
-            int n = w - g < 8 ? w - g : 8;
-            block8(s, r0 + g, n, k0 + kc - 8, r);
+            int lanes = w - g < 8 ? w - g : 8;
+            block8(s, r0 + g, rows_in(rows, g), k0 + kc - 8, r);
             for (int q = 0; q < rem; q++)
-                store_lanes(d + q * w + g, r[8 - rem + q], n);
+                store_lanes(d + q * w + g, r[8 - rem + q], lanes);
         }
         p = kc;
     }
@@ -165,6 +172,36 @@ static void panels_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t n
     }
 }
 
+/* The last, partial panel (rows < w) of a source contiguous along the panel: per k, the
+ * rows' values in 8-value steps - the last step (rows >= 8) re-reading the 8 ending at the
+ * panel's last row, fewer than 8 through a zeroed buffer - then zeros up to w. Before, one
+ * conversion call per k: a 10-row panel of a 256-deep fp16 product made 256 of them. */
+static void partial_along_rows(const mp_pack_src *s, int w, int64_t r0, int64_t rows,
+                               int64_t k0, int64_t kc, float *dst)
+{
+    size_t esz = mp_dtype_size(s->dtype);
+    for (int64_t p = 0; p < kc; p++) {
+        int64_t off = r0 + (k0 + p) * s->ks;
+        float *d = dst + p * w;
+        int64_t v = 0;
+        for (; v + 8 <= rows; v += 8)
+            _mm256_storeu_ps(d + v, load8(s, off + v));
+        if (v < rows && rows >= 8) {
+            _mm256_storeu_ps(d + rows - 8, load8(s, off + rows - 8));
+        } else if (v < rows) {
+            _Alignas(32) char buf[8 * sizeof(float)] = {0};
+            const char *src = s->base + off * (int64_t)esz;
+            for (size_t b = 0; b < (size_t)rows * esz; b++)
+                buf[b] = src[b];
+            mp_pack_src t = *s;
+            t.base = buf;
+            store_lanes(d, load8(&t, 0), (int)rows);    /* the panel may be under 8 wide */
+        }
+        for (int64_t q = rows; q < w; q++)
+            d[q] = 0.0f;
+    }
+}
+
 void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t r0,
                        int64_t rows, int64_t k0, int64_t kc, void *dst)
 {
@@ -175,15 +212,15 @@ void mp_gemm_pack_avx2(const mp_pack_src *s, mp_panel_format fmt, int w, int64_t
     int64_t full = rows / w * w;
     if (s->rs == 1) {
         panels_along_rows(s, w, r0, full / w, k0, kc, (float *)dst);
-    } else {
-        for (int64_t i = 0; i < full; i += w) {
-            float *d = (float *)dst + i * kc;
-            int ahead = i + 2 * w <= full ? w : 0;
-            int64_t done = panel_along_k(s, w, r0 + i, k0, kc, ahead, d);
-            if (done < kc)          /* the last kc % 8 k: portable, same panel layout */
-                mp_gemm_pack(s, fmt, w, r0 + i, w, k0 + done, kc - done, d + done * w);
-        }
+        if (full < rows)
+            partial_along_rows(s, w, r0 + full, rows - full, k0, kc, (float *)dst + full * kc);
+        return;
     }
-    if (full < rows)
-        mp_gemm_pack(s, fmt, w, r0 + full, rows - full, k0, kc, (float *)dst + full * kc);
+    for (int64_t i = 0; i < rows; i += w) {
+        int64_t n = rows - i < w ? rows - i : w;
+        float *d = (float *)dst + i * kc;
+        int ahead = i + w < rows ? (int)(rows - i - w < w ? rows - i - w : w) : 0;
+        if (panel_along_k(s, w, r0 + i, n, k0, kc, ahead, d) < kc)   /* kc < 8: portable */
+            mp_gemm_pack(s, fmt, w, r0 + i, n, k0, kc, d);
+    }
 }
