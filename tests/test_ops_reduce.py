@@ -447,7 +447,7 @@ def test_layer_norm_errors():
 # ---- large inputs (the GIL is released) and threads ----
 
 @pytest.mark.parametrize("rows,cols", [(1, 1), (5, 7), (2000, 33), (1024, 192), (300, 300),
-                                       (3, 1000)])
+                                       (3, 1000), (256, 10), (3, 5000)])
 def test_sums_over_rows_keep_the_serial_order_on_threads(rng, rows, cols):
     """Column sums (the bias gradient) run on the thread pool, a range of columns per thread:
     every column still adds its rows in order in double, so the result is numpy's float64
@@ -475,6 +475,16 @@ def test_sums_over_rows_keep_the_serial_order_on_threads(rng, rows, cols):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_allclose(runs[0][0], x[:, :cols].astype(np.float64).sum(1), rtol=1e-5,
                                atol=1e-5 * np.abs(x).sum(1).max())
+    # fp16/bf16 column sums (the bias gradient of an autocast linear) widen blocks of rows
+    # for the column kernel: still the float64 sum in row order, rounded once
+    small = (x / 1e3).astype(np.float32)
+    for dt in ("float16", "bfloat16"):
+        t = mpamp.tensor(small).to(getattr(mpamp, dt))
+        vals = to_numpy(t.float()).astype(np.float64)
+        for got, src in ((t[:, :cols].contiguous().sum(0), vals[:, :cols]),
+                         (t[:, :cols].sum(0), vals[:, :cols]), (t.sum(0), vals)):
+            want = mpamp.tensor(src.sum(0).astype(np.float32)).to(getattr(mpamp, dt))
+            np.testing.assert_array_equal(to_numpy(got.float()), to_numpy(want.float()))
 
 
 def test_large_inputs_from_threads(rng):

@@ -106,25 +106,58 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
     }
 }
 
-/* The MP_KERNEL_COLUMN_SUM kernel: buffer 0 the accumulator (cols doubles), buffer 1 an fp32
- * (rows, cols) matrix with row stride ld. Threads take ranges of 8 columns (64 bytes of the
- * accumulator); each column adds its rows in order, as the iterator walk would. */
+/* The MP_KERNEL_COLUMN_SUM kernel: buffer 0 the accumulator (cols doubles), buffer 1 a
+ * (rows, cols) matrix of fp32, fp16 or bf16 with row stride ld. Threads take ranges of 8
+ * columns (64 bytes of the accumulator); each column adds its rows in order, as the iterator
+ * walk would. 16-bit rows are widened (exactly) into a stack block first: a whole block of
+ * contiguous rows in one call when the range spans them (a bias gradient of 10 columns made
+ * two calls per row before), else one call per row of the range. */
 typedef struct {
     int64_t rows, cols, ld;
+    mp_dtype dt;
 } colsum_args;
 
 typedef struct {
     const colsum_args *a;
     double *acc;
-    const float *x;
+    const char *x;
 } colsum_job;
+
+#define COLSUM_BLOCK 4096      /* floats of widened 16-bit rows per colsum call */
+
+static void widen(mp_dtype dt, const char *src, float *dst, int64_t n)
+{
+    if (dt == MP_DTYPE_FLOAT16)
+        mp_cpu()->f16_to_f32((const mp_half *)(const void *)src, dst, (size_t)n);
+    else
+        mp_cpu()->bf16_to_f32((const mp_bf16 *)(const void *)src, dst, (size_t)n);
+}
 
 static void colsum_range(void *vj, int64_t u0, int64_t u1)
 {
     const colsum_job *j = vj;
-    int64_t c0 = u0 * 8, c1 = u1 * 8 < j->a->cols ? u1 * 8 : j->a->cols;
-    mp_cpu()->vm.colsum(j->acc + c0, j->x + c0, (size_t)j->a->rows, (size_t)(c1 - c0),
-                        (size_t)j->a->ld);
+    const colsum_args *a = j->a;
+    int64_t c0 = u0 * 8, c1 = u1 * 8 < a->cols ? u1 * 8 : a->cols, w = c1 - c0;
+    if (a->dt == MP_DTYPE_FLOAT32) {
+        mp_cpu()->vm.colsum(j->acc + c0, (const float *)(const void *)j->x + c0,
+                            (size_t)a->rows, (size_t)w, (size_t)a->ld);
+        return;
+    }
+    float tmp[COLSUM_BLOCK];
+    int64_t width = w < COLSUM_BLOCK ? w : COLSUM_BLOCK, per = COLSUM_BLOCK / width;
+    for (int64_t q0 = c0; q0 < c1; q0 += width) {          /* (one pass unless w > the block) */
+        int64_t qw = c1 - q0 < width ? c1 - q0 : width;
+        for (int64_t r0 = 0; r0 < a->rows; r0 += per) {
+            int64_t nr = a->rows - r0 < per ? a->rows - r0 : per;
+            const char *src = j->x + (r0 * a->ld + q0) * 2;
+            if (qw == a->ld)                               /* whole rows, back to back */
+                widen(a->dt, src, tmp, nr * qw);
+            else
+                for (int64_t r = 0; r < nr; r++)
+                    widen(a->dt, src + r * a->ld * 2, tmp + r * qw, qw);
+            mp_cpu()->vm.colsum(j->acc + q0, tmp, (size_t)nr, (size_t)qw, (size_t)qw);
+        }
+    }
 }
 
 static mp_status run_colsum(void *const *buf, const void *args, mp_msg *msg)
@@ -137,16 +170,18 @@ static mp_status run_colsum(void *const *buf, const void *args, mp_msg *msg)
     return MP_OK;
 }
 
-/* Sums of an fp32 (rows, cols) walk over its rows (acc strides 0, 1) as the column kernel; 0
- * when the walk has another shape. */
+/* Sums of a floating (rows, cols) walk over its rows (acc strides 0, 1) as the column
+ * kernel; 0 when the walk has another shape. */
 static int column_sums(const mp_iter *it, mp_dtype dt, mp_device dev, mp_status *st)
 {
-    if (dt != MP_DTYPE_FLOAT32 || it->numel == 0 || it->ndim != 2 || it->strides[0][0] != 0 ||
+    if ((dt != MP_DTYPE_FLOAT32 && dt != MP_DTYPE_FLOAT16 && dt != MP_DTYPE_BFLOAT16) ||
+        it->numel == 0 || it->ndim != 2 || it->strides[0][0] != 0 ||
         it->strides[0][1] != 1 || it->strides[1][1] != 1 || it->strides[1][0] < it->shape[1])
         return 0;
-    colsum_args a = {it->shape[0], it->shape[1], it->strides[1][0]};
+    colsum_args a = {it->shape[0], it->shape[1], it->strides[1][0], dt};
     void *ptr[2] = {it->base[0], it->base[1]};
-    int64_t nbytes[2] = {a.cols * 8, ((a.rows - 1) * a.ld + a.cols) * 4};
+    int64_t nbytes[2] = {a.cols * 8,
+                         ((a.rows - 1) * a.ld + a.cols) * (int64_t)mp_dtype_size(dt)};
     *st = mp_launch_bufs(dev, MP_KERNEL_COLUMN_SUM, 2, ptr, nbytes, run_colsum, &a);
     return 1;
 }

@@ -101,7 +101,7 @@ typedef enum {
     MP_KERNEL_NLL,             /* ops_loss_nll.c: per-row nll/cross_entropy + weight sum */
     MP_KERNEL_NLL_BACKWARD,    /* ops_loss_nll.c: its gradient rows */
     MP_KERNEL_NORM_PARAM_GRADS, /* ops_norm.c: layer_norm's weight and bias gradient sums */
-    MP_KERNEL_COLUMN_SUM,      /* reduce.c: fp32 (rows, cols) summed over rows into doubles */
+    MP_KERNEL_COLUMN_SUM,      /* reduce.c: fp32/fp16/bf16 (rows, cols) summed over rows into doubles */
     MP_KERNEL_SUM_SQUARES,     /* ops_grad_norm.c: sum of squares of a list of tensors */
     MP_KERNEL_COUNT
 } mp_kernel_id;
