@@ -267,6 +267,9 @@ def test_hook_argument_errors():
         _C._gemm(a.t(), b, c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
     with pytest.raises(TypeError, match="must be a tensor"):
         _C._gemm(a, [1], c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
+    if mpamp.cuda.is_available():          # a simulated or real GPU: device memory refused
+        with pytest.raises(ValueError, match="b must be a CPU tensor"):
+            _C._gemm(a, b.cuda(), c, False, False, 1.0, 0.0, None, "none", "scalar", 0)
 
 
 def test_repeated_products_reuse_the_packing_buffers(rng):

@@ -17,6 +17,10 @@ static int gemm_tensor(mp_state *s, PyObject *obj, const char *what, int ndim, m
                      ndim);
         return -1;
     }
+    if ((*t)->storage->device != MP_DEVICE_CPU) {    /* the CPU GEMM reads host memory */
+        PyErr_Format(PyExc_ValueError, "_gemm: %s must be a CPU tensor", what);
+        return -1;
+    }
     return 0;
 }
 
