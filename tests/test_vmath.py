@@ -179,6 +179,33 @@ def test_reductions_against_numpy(rng):
         assert s == pytest.approx(math.fsum(e.numpy().astype(np.float64)), rel=1e-15, abs=0)
 
 
+@pytest.mark.parametrize("isa", _C._supported_isas())
+def test_unscale_finds_every_non_finite_value_and_scales_as_fp32(isa, rng):
+    """GradScaler's pass: found is 1 exactly when an inf or NaN is present, wherever it lies
+    (vector body, the 8/16-lane steps, the masked tail); values are x * inv in fp32 (inv 1:
+    untouched), the same bits on every level. Subnormals and the largest finite values are
+    finite; an overflow to inf by the product is not a find (the check reads x)."""
+    for n in (0, 1, 7, 8, 15, 16, 17, 63, 64, 65, 100, 1000):
+        x = (rng.standard_normal(n) * 1e3).astype(np.float32)
+        for inv in (1.0, 2.0**-16, 0.37, 3.0e38):
+            found, y = run(isa, "unscale", x, inv)
+            assert found == 0
+            with np.errstate(over="ignore"):                # 3e38 * x: inf, not a find
+                want = x if inv == 1.0 else (x * np.float32(inv)).astype(np.float32)
+            np.testing.assert_array_equal(bits_of(y), want.view(np.uint32))
+        for pos in sorted({0, n // 2, n - 1}) if n else []:
+            for bad in (np.inf, -np.inf, np.nan):
+                z = x.copy()
+                z[pos] = bad
+                found, y = run(isa, "unscale", z, 0.5)
+                assert found == 1, (n, pos, bad)
+                fb, yb = run("scalar", "unscale", z, 0.5)
+                np.testing.assert_array_equal(bits_of(y), bits_of(yb))
+    edge = np.array([np.finfo(np.float32).max, -np.finfo(np.float32).max, 1e-45, -0.0,
+                     np.finfo(np.float32).tiny], np.float32)
+    assert run(isa, "unscale", edge, 1.0)[0] == 0
+
+
 def test_max_passes_over_nan_and_exp_sum_propagates_it():
     x = np.array([1.0, np.nan, 3.0, -np.inf], np.float32)
     for isa in _C._supported_isas():

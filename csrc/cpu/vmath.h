@@ -50,6 +50,10 @@ typedef struct {
     /* acc[j] += x[r * ld + j] for r = 0 .. rows - 1 in order, j < cols: column sums, the same
      * adds as one acc call per row, with the sums held in registers across the rows */
     void (*colsum)(double *acc, const float *x, size_t rows, size_t cols, size_t ld);
+    /* GradScaler's pass: returns 1 when some x[i] is inf or NaN (tested on the bits, before
+     * scaling), else 0; multiplies every x[i] by inv in place unless inv == 1 (then x is only
+     * read). The products are fp32 multiplies, so every level gives the same bits. */
+    int (*unscale)(float *x, size_t n, float inv);
 } mp_vmath;
 
 /* In vmath_scalar.c, vmath_avx2.c and vmath_avx512.c (x86-64 only). */

@@ -200,6 +200,43 @@ static void acc_mul_avx2(double *acc, const float *x, const float *y, size_t n)
         acc[i] += (double)x[i] * (double)y[i];
 }
 
+/* 32 floats per step in four independent vectors; the tail by masked loads and stores */
+static int unscale_avx2(float *x, size_t n, float inv)
+{
+    const __m256i em = _mm256_set1_epi32(0x7f800000);
+    const __m256 s = _mm256_set1_ps(inv);
+    const int write = inv != 1.0f;
+    __m256i f0 = _mm256_setzero_si256(), f1 = f0, f2 = f0, f3 = f0;
+    size_t i = 0;
+#define UNSCALE8(f, o)                                                                       \
+    do {                                                                                     \
+        __m256 v = _mm256_loadu_ps(x + i + (o));                                             \
+        f = _mm256_or_si256(f, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v),  \
+                                                                   em), em));               \
+        if (write)                                                                           \
+            _mm256_storeu_ps(x + i + (o), _mm256_mul_ps(v, s));                              \
+    } while (0)
+    for (; i + 32 <= n; i += 32) {
+        UNSCALE8(f0, 0);
+        UNSCALE8(f1, 8);
+        UNSCALE8(f2, 16);
+        UNSCALE8(f3, 24);
+    }
+    for (; i + 8 <= n; i += 8)
+        UNSCALE8(f0, 0);
+#undef UNSCALE8
+    if (i < n) {
+        __m256i m = first_lanes(n - i);
+        __m256 v = _mm256_maskload_ps(x + i, m);      /* masked-off lanes read as 0 */
+        f0 = _mm256_or_si256(f0, _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(v),
+                                                                     em), em));
+        if (write)
+            _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(v, s));
+    }
+    __m256i f = _mm256_or_si256(_mm256_or_si256(f0, f1), _mm256_or_si256(f2, f3));
+    return !_mm256_testz_si256(f, f);
+}
+
 /* 32 columns (eight chains of double adds, so the adds' latency overlaps) down all the rows,
  * then 4 at a time, then one */
 static void colsum_avx2(double *acc, const float *x, size_t rows, size_t cols, size_t ld)
@@ -277,5 +314,6 @@ void mp_vmath_fill_avx2(mp_vmath *v)
     v->acc = acc_avx2;
     v->acc_mul = acc_mul_avx2;
     v->colsum = colsum_avx2;
+    v->unscale = unscale_avx2;
     v->exp_sum = exp_sum_avx2;
 }

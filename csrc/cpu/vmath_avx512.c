@@ -169,6 +169,40 @@ static void acc_mul_avx512(double *acc, const float *x, const float *y, size_t n
         acc[i] += (double)x[i] * (double)y[i];
 }
 
+/* 64 floats per step in four independent vectors; the tail by masked loads and stores */
+static int unscale_avx512(float *x, size_t n, float inv)
+{
+    const __m512i em = _mm512_set1_epi32(0x7f800000);
+    const __m512 s = _mm512_set1_ps(inv);
+    const int write = inv != 1.0f;
+    __mmask16 f0 = 0, f1 = 0, f2 = 0, f3 = 0;
+    size_t i = 0;
+#define UNSCALE16(f, o)                                                                      \
+    do {                                                                                     \
+        __m512 v = _mm512_loadu_ps(x + i + (o));                                             \
+        f |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), em), em);     \
+        if (write)                                                                           \
+            _mm512_storeu_ps(x + i + (o), _mm512_mul_ps(v, s));                              \
+    } while (0)
+    for (; i + 64 <= n; i += 64) {
+        UNSCALE16(f0, 0);
+        UNSCALE16(f1, 16);
+        UNSCALE16(f2, 32);
+        UNSCALE16(f3, 48);
+    }
+    for (; i + 16 <= n; i += 16)
+        UNSCALE16(f0, 0);
+#undef UNSCALE16
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        f0 |= _mm512_cmpeq_epi32_mask(_mm512_and_si512(_mm512_castps_si512(v), em), em);
+        if (write)
+            _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(v, s));
+    }
+    return (f0 | f1 | f2 | f3) != 0;
+}
+
 /* 64 columns (eight chains of double adds) down all the rows, then 8 at a time, then one */
 static void colsum_avx512(double *acc, const float *x, size_t rows, size_t cols, size_t ld)
 {
@@ -236,5 +270,6 @@ void mp_vmath_fill_avx512(mp_vmath *v)
     v->acc = acc_avx512;
     v->acc_mul = acc_mul_avx512;
     v->colsum = colsum_avx512;
+    v->unscale = unscale_avx512;
     v->exp_sum = exp_sum_avx512;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "vmath.h"
+#include "../shared/mp_half.h"
 
 typedef float vf;
 typedef int32_t vi;
@@ -126,6 +127,17 @@ static void colsum_scalar(double *acc, const float *x, size_t rows, size_t cols,
         acc_scalar(acc, x + r * ld, cols);
 }
 
+static int unscale_scalar(float *x, size_t n, float inv)
+{
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        found |= (mp_f32_bits(x[i]) & 0x7f800000u) == 0x7f800000u;
+    if (inv != 1.0f)
+        for (size_t i = 0; i < n; i++)
+            x[i] *= inv;
+    return found;
+}
+
 static double exp_sum_scalar(const float *x, float shift, float *y, size_t n)
 {
     double p[MP_VM_LANES] = {0.0};
@@ -154,6 +166,7 @@ void mp_vmath_fill_scalar(mp_vmath *v)
     v->acc = acc_scalar;
     v->acc_mul = acc_mul_scalar;
     v->colsum = colsum_scalar;
+    v->unscale = unscale_scalar;
     v->exp_sum = exp_sum_scalar;
 }
 

@@ -40,7 +40,8 @@ static PyObject *map_call(mp_state *s, const mp_vmath *vm, int kind, mp_tensor *
 
 /* _vmath_with_isa(isa, name, x, arg=None): one kernel of one ISA level on a contiguous fp32
  * tensor. Maps ("exp", "gelu", ...) return a new tensor; "max", "sum" return a float; "dot"
- * takes a second tensor as arg; "exp_sum" takes the shift as arg and returns (sum, tensor). */
+ * takes a second tensor as arg; "exp_sum" takes the shift as arg and returns (sum, tensor);
+ * "unscale" takes inv as arg and returns (found, scaled copy of x). */
 static PyObject *f_vmath_with_isa(PyObject *m, PyObject *const *args, Py_ssize_t nargs)
 {
     mp_state *s = mp_state_of_module(m);
@@ -84,6 +85,19 @@ static PyObject *f_vmath_with_isa(PyObject *m, PyObject *const *args, Py_ssize_t
         double sum = k->vm.exp_sum(xp, (float)shift, mp_tensor_data(y), n);
         PyObject *t = mp_wrap(s, y);
         return t ? Py_BuildValue("(dN)", sum, t) : NULL;
+    }
+    if (strcmp(name, "unscale") == 0) {       /* arg: inv; returns (found, scaled copy) */
+        double inv = PyFloat_AsDouble(arg);
+        mp_tensor *y;
+        if (inv == -1.0 && PyErr_Occurred())
+            return NULL;
+        mp_status st = mp_tensor_empty(x->shape, x->ndim, MP_DTYPE_FLOAT32, MP_DEVICE_CPU, &y);
+        if (st != MP_OK)
+            return mp_raise(st);
+        memcpy(mp_tensor_data(y), xp, n * sizeof(float));
+        int found = k->vm.unscale(mp_tensor_data(y), n, (float)inv);
+        PyObject *t = mp_wrap(s, y);
+        return t ? Py_BuildValue("(iN)", found, t) : NULL;
     }
     PyErr_Format(PyExc_ValueError, "_vmath_with_isa: unknown function %R", args[1]);
     return NULL;
