@@ -244,6 +244,42 @@ def test_bool_negation_error():
         -mpamp.tensor([True])
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_relu_on_16_bit_bits_is_the_widened_path_bit_for_bit(dtype):
+    """Contiguous fp16/bf16 ReLU and its backward select on the bits (no fp32 round trip):
+    over every 16-bit pattern as input (forward) and as saved output (backward, with every
+    pattern as gradient too) the bits equal those of the widening path a strided view takes -
+    NaNs quieted, -0 passed forward, +0 where the output is <= 0 backward."""
+    pats = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    grads = np.roll(pats, 12345)
+    dt = getattr(mpamp, dtype)
+    dev = mpamp.get_default_device()          # the device suite runs this on a (simulated) GPU
+
+    def bits_of(t):
+        return np.asarray(mpamp._C._memoryview(t.cpu().contiguous())).view(np.uint16).copy()
+
+    def t16(bits, strided):
+        t = mpamp.empty(len(bits), dtype=dt, device="cpu")
+        np.asarray(mpamp._C._memoryview(t)).view(np.uint16)[...] = bits
+        t = t.to(dev)
+        if strided:          # every other element of a doubled buffer: not contiguous
+            wide = mpamp.zeros(2 * len(bits), dtype=dt, device=dev)
+            wide[::2] = t
+            t = wide[::2]
+            assert not t.is_contiguous()
+        np.testing.assert_array_equal(bits_of(t), bits)       # the same inputs either way
+        return t
+
+    outs = []
+    for strided in (False, True):
+        x = t16(pats, strided).requires_grad_()
+        y = mpamp.relu(x)
+        y.backward(t16(grads, strided))
+        outs.append((bits_of(y.detach()), bits_of(x.grad)))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    np.testing.assert_array_equal(outs[0][1], outs[1][1])
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_relu_edge_values_as_torch(dtype):
     """clamp_min semantics forward (NaN and -0 pass through), threshold_backward semantics

@@ -230,7 +230,8 @@ const char *mp_kernel_name(mp_kernel_id id)
         [MP_KERNEL_DROPOUT] = "dropout", [MP_KERNEL_NLL] = "nll_loss",
         [MP_KERNEL_NLL_BACKWARD] = "nll_loss_backward",
         [MP_KERNEL_NORM_PARAM_GRADS] = "norm_param_grads",
-        [MP_KERNEL_COLUMN_SUM] = "column_sum", [MP_KERNEL_SUM_SQUARES] = "sum_squares"};
+        [MP_KERNEL_COLUMN_SUM] = "column_sum", [MP_KERNEL_SUM_SQUARES] = "sum_squares",
+        [MP_KERNEL_RELU_16] = "relu_16"};
     return (unsigned)id < MP_KERNEL_COUNT && names[id] ? names[id] : "unknown";
 }
 

@@ -103,6 +103,7 @@ typedef enum {
     MP_KERNEL_NORM_PARAM_GRADS, /* ops_norm.c: layer_norm's weight and bias gradient sums */
     MP_KERNEL_COLUMN_SUM,      /* reduce.c: fp32/fp16/bf16 (rows, cols) summed over rows into doubles */
     MP_KERNEL_SUM_SQUARES,     /* ops_grad_norm.c: sum of squares of a list of tensors */
+    MP_KERNEL_RELU_16,         /* ops_unary.c: ReLU / its backward on fp16 or bf16 bits */
     MP_KERNEL_COUNT
 } mp_kernel_id;
 
