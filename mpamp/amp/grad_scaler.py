@@ -70,12 +70,14 @@ def _full(value, dtype, device):
     return mpamp.full((), value, dtype=dtype, device=device)
 
 
-def _combine_on(device, found_infs):
-    """The sum of found_inf tensors on device (one on that device already is returned as it
-    is: no copy, no add), or None when there are none."""
+def _combine_on(like, found_infs):
+    """The sum of found_inf tensors on the device of tensor `like` (one there already is
+    returned as it is: no copy, no add), or None when there are none. Two CPU tensors are
+    known to share the device without building device objects (the per-step common case)."""
     total = None
     for f in found_infs:
-        f = f if f.device == device else f.to(device=device)
+        if (f.is_cuda or like.is_cuda) and f.device != like.device:
+            f = f.to(device=like.device)
         total = f if total is None else total + f
     return total
 
@@ -289,7 +291,7 @@ class GradScaler:
             self._check_inf_per_device(optimizer)
         scaler = self._get_scale_async()
         assert scaler is not None
-        found_inf = _combine_on(scaler.device, optimizer_state["found_inf_per_device"].values())
+        found_inf = _combine_on(scaler, optimizer_state["found_inf_per_device"].values())
         if found_inf is None:                # no grads at all: nothing to skip on
             import mpamp
             found_inf = _full(0.0, mpamp.float32, scaler.device)
@@ -331,7 +333,7 @@ class GradScaler:
                 self._scale.copy_(new_scale.reshape(()))
         else:
             found_inf_combined = _combine_on(
-                _scale.device, [found_inf for state in self._per_optimizer_states.values()
+                _scale, [found_inf for state in self._per_optimizer_states.values()
                                 for found_inf in state["found_inf_per_device"].values()])
             assert found_inf_combined is not None, "No inf checks were recorded prior to update."
             _C._amp_update_scale_(_scale, _growth_tracker, found_inf_combined,
@@ -339,7 +341,7 @@ class GradScaler:
                                   int(self._growth_interval))
             if self._min_scale is not None:      # extension: the floor (stays on the device)
                 _scale.clamp_(min=self._min_scale)
-            if _scale.device.type == "cpu":      # host memory: reading it costs no sync
+            if not _scale.is_cuda:               # host memory: reading it costs no sync
                 self._note_scale(_scale.item())
         self._stats["scale_updates"] += 1   # a count, not a list: long runs must not grow
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
