@@ -1,7 +1,8 @@
 /* vmath_check_main.c - test-only: the 16-lane vector math (vmath_avx512.c, emulated) against
  * the scalar oracle (vmath_scalar.c), bit for bit: every map on a strided sweep of all 2^32
  * float patterns (argv[1]: the stride) in blocks of odd lengths (so the masked tails run),
- * and max/sum/dot/exp_sum at every length 0..80 and at several offsets. Prints "ok" lines and
+ * and max/sum/dot/exp_sum at every length 0..80 and at several offsets, unscale at lengths
+ * 0..200 with and without an inf or NaN. Prints "ok" lines and
  * exits 0, or prints the first mismatch and exits 1. */
 #include <math.h>
 #include <stdint.h>
@@ -125,6 +126,29 @@ int main(int argc, char **argv)
                 return 1;
             }
         }
+    }
+    {                                     /* unscale: the find and the products, any tail */
+        static float u1[200], u2[200];
+        const float invs[3] = {1.0f, 0.37f, 3.0e38f};
+        for (size_t n = 0; n <= 200; n += 3)
+            for (int bad = -1; bad < 3; bad++)
+                for (int q = 0; q < 3; q++) {
+                    for (size_t i = 0; i < n; i++)
+                        u1[i] = u2[i] = a[i % 128] * 0.001f;
+                    if (bad >= 0 && n) {      /* inf, -inf or NaN at the start, middle or end */
+                        size_t at = bad == 0 ? 0 : bad == 1 ? n / 2 : n - 1;
+                        u1[at] = u2[at] = bad == 2 ? NAN : (bad ? -INFINITY : INFINITY);
+                    }
+                    int want = 0;                     /* (a[77] is -inf too) */
+                    for (size_t i = 0; i < n; i++)
+                        want |= !isfinite(u1[i]);
+                    int f1 = s.unscale(u1, n, invs[q]), f2 = v.unscale(u2, n, invs[q]);
+                    if (f1 != f2 || f1 != want ||
+                        (n && memcmp(u1, u2, n * sizeof(float)))) {
+                        printf("MISMATCH unscale n=%zu bad=%d inv=%g\n", n, bad, invs[q]);
+                        return 1;
+                    }
+                }
     }
     printf("ok reductions\n");
     return 0;
