@@ -27,8 +27,8 @@ def rounded(rng, shape, dtype):
 
 
 def run(a, b, c, ta=False, tb=False, alpha=1.0, beta=0.0, bias=None, act="none", isa=None,
-        threads=0):
-    _C._gemm(a, b, c, ta, tb, alpha, beta, bias, act, isa or ISAS[-1], threads)
+        threads=0, round="float32"):
+    _C._gemm(a, b, c, ta, tb, alpha, beta, bias, act, isa or ISAS[-1], threads, round)
     return to_numpy(c.float()).astype(np.float64)
 
 
@@ -90,6 +90,32 @@ def test_half_inputs_pack_to_the_bits_of_their_float32_values(rng, adt, k):
                 got = run(a, b, mpamp.empty(m, n, dtype=cdt), ta, tb, isa=isa)
                 want = run(a.float(), b.float(), mpamp.empty(m, n, dtype=cdt), ta, tb, isa=isa)
                 np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rdt", ["float16", "bfloat16"])
+def test_round_dtype_stores_the_16_bit_values_in_fp32(rng, rdt):
+    """round='float16'/'bfloat16' with an fp32 C: each result is the 16-bit C's value,
+    widened exactly - one KC slice or several (C then holds the partial sums), full and edge
+    tiles, in-place or transposed operands, every level; and it is refused for a 16-bit C
+    or with beta."""
+    for isa in ISAS:
+        for (m, n, k), ta in [((37, 45, 300), False), ((64, 33, 1100), True),
+                              ((300, 10, 256), False)]:
+            a, _ = rounded(rng, (k, m) if ta else (m, k), rdt)
+            b, _ = rounded(rng, (k, n), rdt)
+            got = run(a, b, mpamp.empty(m, n), ta, isa=isa, round=rdt)
+            want = run(a, b, mpamp.empty(m, n, dtype=rdt), ta, isa=isa)
+            np.testing.assert_array_equal(got, want)
+    a, b = mpamp.ones(2, 3), mpamp.ones(3, 4)
+    with pytest.raises(TypeError):
+        _C._gemm(a, b, mpamp.empty(2, 4, dtype=rdt), False, False, 1.0, 0.0, None, "none",
+                 "scalar", 0, rdt)
+    with pytest.raises(TypeError):
+        _C._gemm(a, b, mpamp.empty(2, 4), False, False, 1.0, 1.0, None, "none", "scalar", 0,
+                 rdt)
+    with pytest.raises(ValueError, match="round must be"):
+        _C._gemm(a, b, mpamp.empty(2, 4), False, False, 1.0, 0.0, None, "none", "scalar", 0,
+                 "int8")
 
 
 @pytest.mark.parametrize("k", [1, 100, 700])

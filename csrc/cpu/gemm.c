@@ -436,7 +436,9 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
         return MP_ERR_VALUE;
     if (!float_dtype(g->a_dtype) || !float_dtype(g->b_dtype) || !float_dtype(g->c_dtype) ||
         (g->bias && !float_dtype(g->bias_dtype)) ||
-        (g->beta != 0.0f && g->c_dtype != MP_DTYPE_FLOAT32))
+        (g->beta != 0.0f && g->c_dtype != MP_DTYPE_FLOAT32) || !float_dtype(g->round_dtype) ||
+        (g->round_dtype != MP_DTYPE_FLOAT32 && (g->c_dtype != MP_DTYPE_FLOAT32 ||
+                                                 g->beta != 0.0f)))
         return MP_ERR_TYPE;
     if (g->m <= 0 || g->n <= 0)
         return MP_OK;
@@ -460,7 +462,8 @@ mp_status mp_gemm_at(const mp_gemm_args *g, mp_isa isa, int threads)
         return MP_OK;
     }
     pl.direct = g->c_dtype == MP_DTYPE_FLOAT32 && g->alpha == 1.0f && !g->bias &&
-                g->act == MP_GEMM_ACT_NONE && (g->beta == 0.0f || g->beta == 1.0f);
+                g->act == MP_GEMM_ACT_NONE && (g->beta == 0.0f || g->beta == 1.0f) &&
+                g->round_dtype == MP_DTYPE_FLOAT32;
     /* op(A)(i, p) and op(B)(p, j), seen as (panel row, k) */
     pl.sa = (mp_pack_src){(const char *)g->a, g->a_dtype, g->trans_a ? 1 : g->lda,
                           g->trans_a ? g->lda : 1, cvt};

@@ -31,6 +31,10 @@ typedef struct {
     int64_t bias_stride;
     float bias_scale;
     mp_gemm_act act;
+    /* FLOAT32 (the default): none. FLOAT16 / BFLOAT16 with an fp32 C: every result is rounded
+     * to that dtype and stored widened back, exactly (the values a 16-bit C would hold, as
+     * autograd delivers a 16-bit weight gradient into an fp32 .grad). */
+    mp_dtype round_dtype;
 } mp_gemm_args;
 
 /* Fills the fields every product needs; the rest default to fp32, alpha 1, beta 0, no bias,

@@ -26,6 +26,23 @@ static inline void prefetch_row(const char *p, size_t bytes)
     __builtin_prefetch(p + bytes - 1, 1, 3);
 }
 
+/* d[0..w) = v[0..w) rounded to dt (fp16 or bf16) and widened back, exactly; d may be v. */
+static void round_trip(const mp_cpu_kernels *cvt, mp_dtype dt, const float *v, float *d,
+                       int64_t w)
+{
+    union {
+        mp_half f16[EPI_ROW];
+        mp_bf16 bf16[EPI_ROW];
+    } h;
+    if (dt == MP_DTYPE_FLOAT16) {
+        cvt->f32_to_f16(v, h.f16, (size_t)w);
+        cvt->f16_to_f32(h.f16, d, (size_t)w);
+    } else {
+        cvt->f32_to_bf16(v, h.bf16, (size_t)w);
+        cvt->bf16_to_f32(h.bf16, d, (size_t)w);
+    }
+}
+
 /* v[0..w) = act(alpha * acc + beta * C + bias), each term only where it is present, in that
  * order of operations (the bits of every combination). with_c: v holds the row of (fp32) C
  * on entry. The common linear-layer cases (bias alone, bias + ReLU) are loops of their own on
@@ -120,6 +137,8 @@ void mp_gemm_epilogue(const mp_gemm_args *g, const float *bias_all, const mp_cpu
                 cvt->f32_to_f16(v, (mp_half *)g->c + at, (size_t)w);
             else if (cdt == MP_DTYPE_BFLOAT16)
                 cvt->f32_to_bf16(v, (mp_bf16 *)g->c + at, (size_t)w);
+            else if (g->round_dtype != MP_DTYPE_FLOAT32)   /* 16-bit values in an fp32 C */
+                round_trip(cvt, g->round_dtype, v, (float *)g->c + at, w);
             else if (v != (const float *)g->c + at)
                 mp_copy_bytes((float *)g->c + at, v, sizeof(float) * (size_t)w);
         }

@@ -24,18 +24,19 @@ static int gemm_tensor(mp_state *s, PyObject *obj, const char *what, int ndim, m
     return 0;
 }
 
-/* _gemm(a, b, c, trans_a, trans_b, alpha, beta, bias, act, isa, threads): c (M, N) =
- * act(alpha * op(a) @ op(b) + beta * c + bias), op(x) = x.T when its flag is set; bias is
- * None or N values; act 'none', 'relu' or 'gelu'; isa a level name; threads 0 = default. */
+/* _gemm(a, b, c, trans_a, trans_b, alpha, beta, bias, act, isa, threads, round='float32'):
+ * c (M, N) = act(alpha * op(a) @ op(b) + beta * c + bias), op(x) = x.T when its flag is set;
+ * bias is None or N values; act 'none', 'relu' or 'gelu'; isa a level name; threads 0 =
+ * default; round 'float16' / 'bfloat16': an fp32 c holds the results rounded to that dtype. */
 static PyObject *f_gemm(PyObject *m, PyObject *args)
 {
     mp_state *s = mp_state_of_module(m);
     PyObject *oa, *ob, *oc, *obias;
     int ta, tb, threads;
     float alpha, beta;
-    const char *act, *isa_name;
-    if (!PyArg_ParseTuple(args, "OOOppffOssi:_gemm", &oa, &ob, &oc, &ta, &tb, &alpha, &beta,
-                          &obias, &act, &isa_name, &threads))
+    const char *act, *isa_name, *round = "float32";
+    if (!PyArg_ParseTuple(args, "OOOppffOssi|s:_gemm", &oa, &ob, &oc, &ta, &tb, &alpha, &beta,
+                          &obias, &act, &isa_name, &threads, &round))
         return NULL;
     mp_tensor *a, *b, *c, *bias = NULL;
     if (gemm_tensor(s, oa, "a", 2, &a) < 0 || gemm_tensor(s, ob, "b", 2, &b) < 0 ||
@@ -60,6 +61,15 @@ static PyObject *f_gemm(PyObject *m, PyObject *args)
     g.alpha = alpha, g.beta = beta;
     if (bias)
         g.bias = mp_tensor_data(bias), g.bias_dtype = bias->dtype;
+    if (!strcmp(round, "float16"))
+        g.round_dtype = MP_DTYPE_FLOAT16;
+    else if (!strcmp(round, "bfloat16"))
+        g.round_dtype = MP_DTYPE_BFLOAT16;
+    else if (strcmp(round, "float32")) {
+        PyErr_Format(PyExc_ValueError, "_gemm: round must be 'float32', 'float16' or "
+                     "'bfloat16', not '%s'", round);
+        return NULL;
+    }
     if (!strcmp(act, "relu"))
         g.act = MP_GEMM_ACT_RELU;
     else if (!strcmp(act, "gelu"))
