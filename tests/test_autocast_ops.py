@@ -14,6 +14,59 @@ def rounded(arr, dtype):
     return to_numpy(mpamp.tensor(arr.astype(np.float32)).to(dtype)).astype(np.float32)
 
 
+def grad_bits(t):
+    return to_numpy(t.grad).view(np.uint32)
+
+
+@pytest.mark.parametrize("low", LOW)
+@pytest.mark.parametrize("xshape", [(64, 100), (4, 16, 100)])
+def test_weight_gradient_straight_to_fp32_has_the_cast_path_bits(low, xshape, rng):
+    """A 16-bit weight that is a cast of an fp32 leaf (autocast's, or an explicit .to) used
+    once: its gradient is written into fp32 directly, rounded as the 16-bit product - the bits
+    of the path through a 16-bit gradient and the cast's widening, which a hook on the cast
+    (it must see a 16-bit gradient), a second use of the cast (the two gradients are summed in
+    16 bits first, as torch) or autograd.grad keep taking. 2-D inputs take the GEMM's
+    rounded store, 3-D ones (products summed over the batch) a 16-bit result widened."""
+    dt = getattr(mpamp, low)
+    x = mpamp.tensor(rng.standard_normal(xshape).astype(np.float32))
+    w0 = rng.standard_normal((30, 100)).astype(np.float32)
+    g = mpamp.tensor(rng.standard_normal(xshape[:-1] + (30,)).astype(np.float32)).to(dt)
+    got = {}
+    for mode in ("once", "hook", "autocast"):
+        w = mpamp.tensor(w0, requires_grad=True)
+        seen = []
+        if mode == "autocast":
+            with mpamp.autocast(dtype=low):
+                y = F.linear(x, w)
+        else:
+            w16 = w.to(dt)
+            if mode == "hook":
+                w16.register_hook(lambda t: seen.append(t.dtype))
+            y = F.linear(x.to(dt), w16)
+        y.backward(g)
+        assert w.grad.dtype is mpamp.float32
+        got[mode] = grad_bits(w)
+        if mode == "hook":
+            assert seen == [dt]
+    np.testing.assert_array_equal(got["once"], got["hook"])
+    np.testing.assert_array_equal(got["once"], got["autocast"])
+    # the reference: the 16-bit product of the rounded operands, widened
+    x16 = x.to(dt)
+    gw = g.reshape(-1, 30).t() @ x16.reshape(-1, 100)
+    np.testing.assert_array_equal(got["once"], to_numpy(gw.float()).view(np.uint32))
+    # two uses of one cast: both 16-bit gradients summed in 16 bits, then widened
+    w = mpamp.tensor(w0, requires_grad=True)
+    w16 = w.to(dt)
+    x2 = mpamp.tensor(rng.standard_normal(xshape).astype(np.float32)).to(dt)
+    (F.linear(x16, w16) + F.linear(x2, w16)).backward(g)
+    g2 = g.reshape(-1, 30).t() @ x2.reshape(-1, 100)
+    np.testing.assert_array_equal(grad_bits(w), to_numpy((gw + g2).float()).view(np.uint32))
+    # autograd.grad of the fp32 weight: the same values
+    w = mpamp.tensor(w0, requires_grad=True)
+    (gr,) = mpamp.autograd.grad(F.linear(x16, w.to(dt)), [w], g)
+    np.testing.assert_array_equal(to_numpy(gr).view(np.uint32), got["once"])
+
+
 @pytest.mark.parametrize("low", LOW)
 def test_linear_runs_in_low_precision_and_grads_stay_fp32(low, rng):
     x = mpamp.tensor(rng.normal(size=(5, 7)).astype(np.float32))

@@ -46,7 +46,20 @@ struct mp_node {
     uint64_t seq;                   /* creation order */
     int64_t scratch;                /* engine bookkeeping */
     struct mp_hook *hooks;          /* tensor hooks / retain_grad on outputs (owned) */
+    int grad_passthrough;           /* backward hands its gradient on as it is (a cast) */
+    uint32_t rounded_grads;         /* bit i: gin[i] is wide but holds in_dtypes[i] values */
 };
+
+/* For a node running backward: the dtype the gradient of its input i may be handed over in
+ * without the engine's cast to in_dtypes[i] - FLOAT32 when that input is a 16-bit cast of an
+ * fp32 tensor (a grad_passthrough node: autocast's weight cast, ToCopyBackward0) that nothing
+ * else in this backward feeds and no hook or capture watches, so its gradient would only be
+ * widened to fp32 on the way to the leaf; else in_dtypes[i]. A backward that takes it
+ * computes the gradient rounded to in_dtypes[i] and stored as fp32 (no 16-bit tensor, no
+ * widening pass), and says so with mp_node_grad_rounded(n, i) (the engine casts any other
+ * wider gradient as before). */
+mp_dtype mp_autograd_grad_dtype_for(mp_node *n, int i);
+void mp_node_grad_rounded(mp_node *n, int i);
 
 /* Thread-local grad mode (no_grad / enable_grad). */
 int mp_grad_enabled(void);

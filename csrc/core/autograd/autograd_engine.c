@@ -81,6 +81,7 @@ typedef struct {
     mp_node *node;
     uint64_t key;      /* sort key, largest first: 2 seq + 1; accumulators 2 (min consumer) */
     int64_t ord;       /* discovery order: ties keep it */
+    int uses;          /* edges into the node from the collected graph */
 } entry;
 
 typedef struct {
@@ -98,7 +99,7 @@ static int list_push(node_list *l, mp_node *n)
         l->e = p;
         l->cap = cap;
     }
-    l->e[l->n] = (entry){n, n->leaf ? UINT64_MAX : 2 * n->seq + 1, l->n};
+    l->e[l->n] = (entry){n, n->leaf ? UINT64_MAX : 2 * n->seq + 1, l->n, 0};
     n->scratch = ++l->n;       /* index + 1 while collecting */
     return 0;
 }
@@ -107,6 +108,7 @@ static int list_push(node_list *l, mp_node *n)
 static void note_consumer(node_list *l, mp_node *c, const mp_node *consumer)
 {
     entry *e = &l->e[c->scratch - 1];
+    e->uses++;
     if (c->leaf && 2 * consumer->seq < e->key)
         e->key = 2 * consumer->seq;
 }
@@ -160,8 +162,29 @@ static int by_key_desc(const void *a, const void *b)
 typedef struct {
     node_list order;
     mp_tensor **bufs;          /* per node output; a collected node's scratch is offset + 1 */
+    int *uses;                 /* per node, at its first slot: edges into it */
     int retain, capturing;
 } engine;
+
+static _Thread_local engine *running;     /* the backward this thread is running, if any */
+
+mp_dtype mp_autograd_grad_dtype_for(mp_node *n, int i)
+{
+    const engine *e = running;
+    const mp_node *d = n->next[i].node;
+    mp_dtype want = n->in_dtypes[i];
+    if (!e || e->capturing || !d || !d->grad_passthrough || d->hooks || d->n_inputs != 1 ||
+        d->n_outputs != 1 || (want != MP_DTYPE_FLOAT16 && want != MP_DTYPE_BFLOAT16) ||
+        d->in_dtypes[0] != MP_DTYPE_FLOAT32 || !d->scratch || e->uses[d->scratch - 1] != 1)
+        return want;
+    return MP_DTYPE_FLOAT32;
+}
+
+void mp_node_grad_rounded(mp_node *n, int i)
+{
+    if (i >= 0 && i < 32)
+        n->rounded_grads |= 1u << i;
+}
 
 static mp_tensor **slot_of(engine *e, mp_node *n, int output_nr)
 {
@@ -171,7 +194,9 @@ static mp_tensor **slot_of(engine *e, mp_node *n, int output_nr)
 /* Casts g to the dtype and shape checks of input i of node n. */
 static mp_status fit_grad(mp_node *n, int i, mp_tensor *g, mp_tensor **out)
 {
-    if (g->dtype == n->in_dtypes[i]) {
+    int rounded = i < 32 && (n->rounded_grads >> i & 1u) &&
+                  g->dtype == mp_autograd_grad_dtype_for(n, i);
+    if (g->dtype == n->in_dtypes[i] || rounded) {     /* rounded: already the cast's values */
         mp_tensor_incref(g);
         *out = g;
         return MP_OK;
@@ -204,6 +229,7 @@ static mp_status send_grads(mp_node *n, mp_tensor **gin, engine *e)
             mp_tensor_decref(g);
         }
     }
+    n->rounded_grads = 0;           /* a promise about this run's gradients only */
     return st;
 }
 
@@ -229,6 +255,12 @@ static mp_status run_node(engine *e, mp_node *n)
         mp_tensor_decref(gin[i]);
     if (gin != stack_in)
         free(gin);
+    if (!e->capturing)        /* consumed: free it now (a passed-on gradient becomes the only
+                                 reference, which AccumulateGrad then keeps without a copy) */
+        for (int k = 0; k < n->n_outputs; k++) {
+            mp_tensor_decref(gout[k]);
+            gout[k] = NULL;
+        }
     if (st == MP_OK && n->leaf && n->leaf->hooks)
         st = mp_hooks_run_post(n->leaf->hooks, n->leaf);
     if (st == MP_OK && !e->retain) {
@@ -310,14 +342,19 @@ static mp_status plan(engine *e, int64_t *total)
         *total += e->order.e[i].node->n_outputs;
     }
     e->bufs = calloc((size_t)(*total ? *total : 1), sizeof *e->bufs);
-    return e->bufs ? MP_OK : mp_error(MP_ERR_NOMEM, "out of memory in backward");
+    e->uses = calloc((size_t)(*total ? *total : 1), sizeof *e->uses);
+    if (!e->bufs || !e->uses)
+        return mp_error(MP_ERR_NOMEM, "out of memory in backward");
+    for (int i = 0; i < e->order.n; i++)
+        e->uses[e->order.e[i].node->scratch - 1] = e->order.e[i].uses;
+    return MP_OK;
 }
 
 mp_status mp_autograd_backward(mp_tensor *const *roots, mp_tensor *const *root_grads,
                                int n_roots, int retain_graph, mp_tensor *const *capture,
                                int n_capture, mp_tensor **captured)
 {
-    engine e = {{0}, NULL, retain_graph, capture != NULL};
+    engine e = {{0}, NULL, NULL, retain_graph, capture != NULL};
     mp_node **nodes = calloc((size_t)(n_roots ? n_roots : 1), sizeof *nodes);
     if (!nodes)
         return mp_error(MP_ERR_NOMEM, "out of memory in backward");
@@ -337,8 +374,11 @@ mp_status mp_autograd_backward(mp_tensor *const *roots, mp_tensor *const *root_g
     mp_autocast_suspend(&ac);
     if (st == MP_OK)
         st = seed_roots(&e, roots, root_grads, nodes, n_roots);
+    engine *outer = running;        /* a hook may run a backward of its own */
+    running = &e;
     for (int i = 0; i < e.order.n && st == MP_OK; i++)
         st = run_node(&e, e.order.e[i].node);
+    running = outer;
     mp_autocast_restore(&ac);
     mp_grad_off = was_off;
     if (st == MP_OK && capture)
@@ -351,6 +391,7 @@ mp_status mp_autograd_backward(mp_tensor *const *roots, mp_tensor *const *root_g
         mp_node_decref(nodes[r]);
     free(nodes);
     free(e.bufs);
+    free(e.uses);
     free(e.order.e);
     return st;
 }

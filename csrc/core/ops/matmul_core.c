@@ -100,6 +100,7 @@ typedef struct {
     mp_dtype bias_dt;
     int64_t bias_stride;
     float bias_scale;
+    mp_dtype round_dt;           /* FLOAT32: none; else an fp32 C of 16-bit values (gemm.h) */
 } mm_plan;
 
 /* Stride of t's batch dim aligned to batch dim d of an nb-dim batch (0: broadcast). */
@@ -171,6 +172,7 @@ static mp_status run_plan(void *const *buf, const void *args, mp_msg *msg)
             g.beta = add ? 1.0f : 0.0f;
             g.bias = p->bias ? buf[3] : NULL, g.bias_dtype = p->bias_dt;
             g.bias_stride = p->bias_stride, g.bias_scale = p->bias_scale;
+            g.round_dtype = p->round_dt;
             if (mp_gemm(&g) != MP_OK) {
                 snprintf(msg->text, sizeof msg->text,
                          "out of memory for the matmul packing buffers");
@@ -346,10 +348,40 @@ static int row_bias(const mp_tensor *bias, const int64_t *oshape, int ond, int64
     return 1;
 }
 
+static mp_status product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double alpha,
+                         double beta, const int64_t *oshape, int ond, const int64_t *pshape,
+                         int pnd, mp_dtype dt, mp_dtype round_dt, const char *op,
+                         mp_tensor **out);
+
 mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double alpha,
                             double beta, const int64_t *oshape, int ond,
                             const int64_t *pshape, int pnd, mp_dtype dt, const char *op,
                             mp_tensor **out)
+{
+    return product(a, b, bias, alpha, beta, oshape, ond, pshape, pnd, dt, MP_DTYPE_FLOAT32, op,
+                   out);
+}
+
+mp_status mp_matmul_product_rounded(mp_tensor *a, mp_tensor *b, const int64_t *oshape,
+                                    int ond, const int64_t *pshape, int pnd,
+                                    mp_dtype round_dt, const char *op, mp_tensor **out)
+{
+    mp_tensor *r = NULL;
+    mp_status st = product(a, b, NULL, 1.0, 0.0, oshape, ond, pshape, pnd, MP_DTYPE_FLOAT32,
+                           round_dt, op, out);
+    if (st != MP_OK || (*out)->dtype != round_dt)
+        return st;
+    /* products summed over a batch came back in round_dt: widen them (exact) */
+    st = mp_tensor_cast(*out, MP_DTYPE_FLOAT32, &r);
+    mp_tensor_decref(*out);
+    *out = st == MP_OK ? r : NULL;
+    return st;
+}
+
+static mp_status product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double alpha,
+                         double beta, const int64_t *oshape, int ond, const int64_t *pshape,
+                         int pnd, mp_dtype dt, mp_dtype round_dt, const char *op,
+                         mp_tensor **out)
 {
     mp_tensor *const devs[3] = {a, b, bias};
     mp_device dev = mp_any_device(devs, 3);
@@ -359,6 +391,12 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
     mm_plan fused = {0};
     int direct = mp_dtype_is_float(dt) && no_batch_sum(a, b, pshape, pnd) && ond == pnd &&
                  !memcmp(oshape, pshape, sizeof(int64_t) * (size_t)ond);
+    if (round_dt != MP_DTYPE_FLOAT32) {   /* rounded in the GEMM's store, or as a 16-bit result */
+        if (direct)
+            fused.round_dt = round_dt;
+        else
+            dt = round_dt;
+    }
     if (direct && bias && beta != 0.0)
         direct = row_bias(bias, oshape, ond, &fused.bias_stride);
     if (direct && bias && beta != 0.0) {

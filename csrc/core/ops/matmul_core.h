@@ -22,6 +22,14 @@ mp_status mp_matmul_product(mp_tensor *a, mp_tensor *b, mp_tensor *bias, double 
                             const int64_t *pshape, int pnd, mp_dtype dt, const char *op,
                             mp_tensor **out);
 
+/* The same product (no bias, alpha 1) as an fp32 tensor holding each value rounded to
+ * round_dt (fp16 or bf16): the bits of a round_dt product widened, made without the 16-bit
+ * tensor when nothing is summed over a batch (the GEMM rounds in its store). For a weight
+ * gradient that autograd would widen into an fp32 .grad anyway. */
+mp_status mp_matmul_product_rounded(mp_tensor *a, mp_tensor *b, const int64_t *oshape,
+                                    int ond, const int64_t *pshape, int pnd,
+                                    mp_dtype round_dt, const char *op, mp_tensor **out);
+
 /* Broadcast batch shape of a (..., M, K) and b (..., K, N); error names op and both shapes. */
 mp_status mp_matmul_batch_shape(const mp_tensor *a, const mp_tensor *b, const char *op,
                                 int64_t *bshape, int *nb);

@@ -116,14 +116,28 @@ static mp_status grads_ab(mp_node *n, mp_tensor *gf, mp_tensor *ap, mp_tensor *b
     }
     if (st == MP_OK && gb) {
         oshape = mp_node_in_shape(n, pb, &ond);
+        /* a 16-bit weight that is a cast of an fp32 one (autocast's): its gradient goes
+         * straight into fp32, rounded as the 16-bit product would be (autograd.h) */
+        mp_dtype gdt = n->in_dtypes[pb];
+        int wide = alpha == 1.0 && mp_autograd_grad_dtype_for(n, pb) != gdt;
+        mp_tensor *x = NULL, *y = NULL;
+        const int64_t *ps = oshape;
+        int pnd = ond;
         if (flags & MM_B_T) {
-            if ((st = mp_view_transpose(gf, -1, -2, &t2)) == MP_OK)
-                st = mp_matmul_product(t2, ap, NULL, alpha, 0.0, oshape, ond, oshape, ond,
-                                       n->in_dtypes[pb], "matmul backward", gb);
+            st = mp_view_transpose(gf, -1, -2, &t2);
+            x = t2, y = ap;
         } else if ((st = mp_view_transpose(ap, -1, -2, &t2)) == MP_OK) {
             primed_shape(n, pb, 0, flags & MM_B_VEC, shape, &nd);
-            st = mp_matmul_product(t2, gf, NULL, alpha, 0.0, oshape, ond, shape, nd,
-                                   n->in_dtypes[pb], "matmul backward", gb);
+            x = t2, y = gf, ps = shape, pnd = nd;
+        }
+        if (st == MP_OK && wide) {
+            st = mp_matmul_product_rounded(x, y, oshape, ond, ps, pnd, gdt, "matmul backward",
+                                           gb);
+            if (st == MP_OK)
+                mp_node_grad_rounded(n, pb);
+        } else if (st == MP_OK) {
+            st = mp_matmul_product(x, y, NULL, alpha, 0.0, oshape, ond, ps, pnd, gdt,
+                                   "matmul backward", gb);
         }
     }
     mp_tensor_decref(t1);

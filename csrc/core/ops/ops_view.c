@@ -101,6 +101,8 @@ mp_status mp_op_to_dtype(mp_tensor *a, mp_dtype dtype, int copy, mp_tensor **out
     mp_node *node;    /* integer results get no grad_fn (mp_autograd_record skips them) */
     st = mp_autograd_record(a->dtype == dtype ? "CloneBackward0" : "ToCopyBackward0",
                             identity_backward, &a, 1, out, 1, &node);
+    if (st == MP_OK && node)
+        node->grad_passthrough = 1;      /* the engine widens the gradient to a's dtype */
     if (st != MP_OK) {
         mp_tensor_decref(*out);
         *out = NULL;
