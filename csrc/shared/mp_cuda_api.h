@@ -6,7 +6,10 @@
 #ifndef MP_CUDA_API_H
 #define MP_CUDA_API_H
 
+#include "mp_backend.h"
 #include "mp_defs.h"
+#include "mp_gpu_plan.h"
+#include "mp_kernel_args.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,6 +24,36 @@ mp_status mp_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind, mp
 /* Elementwise dtype conversion of n contiguous elements on the device (float dtypes). */
 mp_status mp_cuda_cast(const void *src, mp_dtype src_dtype, void *dst, mp_dtype dst_dtype,
                        size_t n, mp_msg *msg);
+
+/* Properties of device `index` (name, capability, memory, multiprocessors). */
+mp_status mp_cuda_properties(int index, mp_device_props *out, mp_msg *msg);
+/* Waits for the device (the legacy default stream) and reports an asynchronous fault. */
+mp_status mp_cuda_synchronize(mp_msg *msg);
+
+/* ---- kernels (cuda/*.cu); all launch on the legacy default stream and return after the
+ * launch (faults surface at the next synchronising call) ---- */
+
+/* Strided copy with dtype conversion over iterator metadata (operand 0 destination, 1
+ * source; any dtypes of mp_defs.h: floats through fp32, integers exactly). */
+mp_status mp_cuda_copy(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg);
+/* Every element of operand 0 of it set to the itemsize-byte pattern. */
+mp_status mp_cuda_fill(const mp_iter *it, const void *pattern, size_t itemsize, mp_msg *msg);
+/* MP_KERNEL_UNSCALE, MP_KERNEL_SCALE_UPDATE, MP_KERNEL_INV_SCALE and MP_KERNEL_OPTIM with
+ * their buffer lists and argument blocks (mp_kernel_args.h); found_inf, scales and step
+ * counts are read on the device (no host synchronisation). sm_count sizes the grids. */
+mp_status mp_cuda_unscale(void *const *buf, const mp_unscale_args *a, mp_msg *msg);
+mp_status mp_cuda_scale_update(void *const *buf, const mp_scale_update_args *a, mp_msg *msg);
+mp_status mp_cuda_inv_scale(void *const *buf, mp_msg *msg);
+mp_status mp_cuda_optim(void *const *buf, const mp_optim_launch *a, mp_msg *msg);
+/* One column-major cuBLASLt matmul (mp_gpu_gemm_to_colmajor's result): C = alpha * op(X) @
+ * op(Y) + beta * C with the epilogue's bias (a rows-long vector) and activation. x, y, c,
+ * bias are device addresses; workspace (ws_bytes) is device scratch the caller owns.
+ * allow_tf32: fp32 products may use TF32 (torch.backends.cuda.matmul.allow_tf32). cuBLASLt
+ * is loaded on first use (dlopen; MPAMP_CUBLASLT_PATH names the library when it is not on
+ * the loader's path). MP_GPU_EPI_SEPARATE is the caller's business (refused here). */
+mp_status mp_cuda_gemm(const mp_gpu_gemm_cm *g, const void *x, const void *y, void *c,
+                       const void *bias, void *workspace, size_t ws_bytes, int allow_tf32,
+                       mp_msg *msg);
 
 #ifdef __cplusplus
 }

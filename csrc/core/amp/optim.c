@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../backend.h"
+#include "../../shared/mp_kernel_args.h"
 #include "../dtypes.h"
 #include "../random.h"
 #include "../../cpu/dispatch.h"
@@ -38,6 +39,7 @@ typedef struct {
 
 /* Everything one step needs, shared read-only by the worker threads. */
 typedef struct job {
+    mp_optim_launch pub;        /* first: the argument block a GPU backend reads */
     const mp_optim_group *g;    /* flags and the Philox stream; its tensors are not read */
     member *mem;
     int n, nst;
@@ -236,8 +238,9 @@ static mp_status run_job(void *const *buf, const void *args, mp_msg *msg)
 }
 
 /* Validates and launches the step on the parameters' device (threads for large groups). */
-static mp_status run_group(const mp_optim_group *g, mp_tensor **const st[3], int nst,
-                           span_fn fn, fast_fn fast, const void *hyper,
+static mp_status run_group(mp_optim_kind kind, const mp_optim_group *g,
+                           mp_tensor **const st[3], int nst, span_fn fn, fast_fn fast,
+                           const void *hyper, const void *pub_hyper, int sgd_first,
                            const mp_adam_steps *steps, uint64_t *blocks_used)
 {
     *blocks_used = 0;
@@ -252,7 +255,12 @@ static mp_status run_group(const mp_optim_group *g, mp_tensor **const st[3], int
         for (int i = 0; i < n; i++)
             if ((s = check_scalar(steps->t[i], dev, "state_steps")) != MP_OK)
                 return s;
-    job j = {g, NULL, n, nst, fn, fast, hyper, 1.0f, NULL, NULL, steps, NULL};
+    job j = {{kind, n, NULL, NULL, NULL, pub_hyper, sgd_first, g->stochastic, g->seed, NULL,
+              steps != NULL, steps ? steps->lr : 0.0, steps ? steps->beta1 : 0.0,
+              steps ? steps->beta2 : 0.0},
+             g, NULL, n, nst, fn, fast, hyper, 1.0f, NULL, NULL, steps, NULL};
+    mp_dtype *dts = malloc(sizeof(mp_dtype) * 2 * (size_t)n);
+    int64_t *numels = malloc(sizeof(int64_t) * (size_t)n);
     j.mem = calloc((size_t)n, sizeof(member));
     j.ctr = malloc(sizeof(uint64_t) * (size_t)n);
     j.units = malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -260,7 +268,8 @@ static mp_status run_group(const mp_optim_group *g, mp_tensor **const st[3], int
     int64_t *nbytes = calloc((size_t)nb, sizeof(int64_t));
     if (steps)
         j.own = malloc(sizeof(mp_adam_hyper) * (size_t)n);
-    if (!j.mem || !j.ctr || !j.units || !buf || !nbytes || (steps && !j.own)) {
+    if (!dts || !numels || !j.mem || !j.ctr || !j.units || !buf || !nbytes ||
+        (steps && !j.own)) {
         s = mp_error(MP_ERR_NOMEM, "fused optimizer step: out of memory");
         goto done;
     }
@@ -271,6 +280,7 @@ static mp_status run_group(const mp_optim_group *g, mp_tensor **const st[3], int
         int64_t numel = mp_tensor_numel(p);
         member *m = &j.mem[i];
         m->pdt = p->dtype, m->gdt = gr->dtype, m->n = numel;
+        dts[i] = p->dtype, dts[n + i] = gr->dtype, numels[i] = numel;
         j.ctr[i] = ctr;
         j.units[i + 1] = j.units[i] + (numel + CHUNK - 1) / CHUNK;
         if (g->stochastic && p->dtype == MP_DTYPE_BFLOAT16) {
@@ -303,8 +313,11 @@ static mp_status run_group(const mp_optim_group *g, mp_tensor **const st[3], int
         buf[7 * n + 1] = mp_tensor_data(g->grad_scale);
         nbytes[7 * n + 1] = 4;
     }
+    j.pub.pdt = dts, j.pub.gdt = dts + n, j.pub.numel = numels, j.pub.ctr = j.ctr;
     s = mp_launch_bufs(dev, MP_KERNEL_OPTIM, nb, buf, nbytes, run_job, &j);
 done:
+    free(dts);
+    free(numels);
     free(j.mem);
     free(j.ctr);
     free(j.units);
@@ -344,7 +357,8 @@ mp_status mp_optim_sgd_step(const mp_optim_group *g, mp_tensor **bufs, int first
 {
     sgd_ctx c = {*h, first};
     mp_tensor **const st[3] = {h->momentum != 0.0f ? bufs : NULL, NULL, NULL};
-    return run_group(g, st, 1, sgd_span, NULL, &c, NULL, blocks_used);
+    return run_group(MP_OPTIM_SGD, g, st, 1, sgd_span, NULL, &c, &c.h, first, NULL,
+                     blocks_used);
 }
 
 /* ---- Adam / AdamW ---- */
@@ -402,7 +416,8 @@ mp_status mp_optim_adam_step(const mp_optim_group *g, mp_tensor **m, mp_tensor *
     mp_tensor **const st[3] = {m, v, h->amsgrad ? vmax : NULL};
     if (h->amsgrad && !vmax)
         return mp_error(MP_ERR_VALUE, "fused adam step: amsgrad needs max_exp_avg_sq tensors");
-    return run_group(g, st, 3, adam_span, adam_fast, h, steps, blocks_used);
+    return run_group(MP_OPTIM_ADAM, g, st, 3, adam_span, adam_fast, h, h, 0, steps,
+                     blocks_used);
 }
 
 /* ---- RMSprop, Adagrad, Adadelta: scalar loops over the shared bodies (the oracle), or the
@@ -438,7 +453,8 @@ mp_status mp_optim_rmsprop_step(const mp_optim_group *g, mp_tensor **sq, mp_tens
         return mp_error(MP_ERR_VALUE, "fused rmsprop step: missing state tensors (square_avg, "
                         "grad_avg when centered, momentum_buffer when momentum > 0)");
     mp_tensor **const st[3] = {sq, h->centered ? ga : NULL, h->momentum > 0.0f ? bufs : NULL};
-    return run_group(g, st, 3, rmsprop_span, NULL, h, NULL, blocks_used);
+    return run_group(MP_OPTIM_RMSPROP, g, st, 3, rmsprop_span, NULL, h, h, 0, NULL,
+                     blocks_used);
 }
 
 static void adagrad_span(float *p, const float *g, float **st, int64_t n, float inv,
@@ -460,7 +476,8 @@ mp_status mp_optim_adagrad_step(const mp_optim_group *g, mp_tensor **sums,
     mp_tensor **const st[3] = {sums, NULL, NULL};
     if (!sums)
         return mp_error(MP_ERR_VALUE, "fused adagrad step: missing state tensors (sum)");
-    return run_group(g, st, 1, adagrad_span, NULL, h, NULL, blocks_used);
+    return run_group(MP_OPTIM_ADAGRAD, g, st, 1, adagrad_span, NULL, h, h, 0, NULL,
+                     blocks_used);
 }
 
 static void adadelta_span(float *p, const float *g, float **st, int64_t n, float inv,
@@ -483,5 +500,6 @@ mp_status mp_optim_adadelta_step(const mp_optim_group *g, mp_tensor **sq, mp_ten
     if (!sq || !acc)
         return mp_error(MP_ERR_VALUE, "fused adadelta step: missing state tensors "
                         "(square_avg, acc_delta)");
-    return run_group(g, st, 2, adadelta_span, NULL, h, NULL, blocks_used);
+    return run_group(MP_OPTIM_ADADELTA, g, st, 2, adadelta_span, NULL, h, h, 0, NULL,
+                     blocks_used);
 }

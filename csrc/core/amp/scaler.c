@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "../backend.h"
+#include "../../shared/mp_kernel_args.h"
 
 #include "../../cpu/dispatch.h"
 #include "../../cpu/parallel.h"
@@ -81,11 +82,7 @@ static void unscale_range(void *ctx, int64_t b, int64_t e)
 /* The MP_KERNEL_UNSCALE kernel: buffers 0..n-1 the grads, n found_inf (fp32, set to 1 when
  * a value is not finite, never cleared), n + 1 inv_scale (fp32) or absent. Every value is
  * read on the device: no host number is involved. */
-typedef struct {
-    int n;
-    const mp_dtype *dt;
-    const int64_t *numel;
-} unscale_args;
+typedef mp_unscale_args unscale_args;   /* shared/mp_kernel_args.h */
 
 static mp_status run_unscale(void *const *buf, const void *args, mp_msg *msg)
 {
@@ -152,10 +149,7 @@ mp_status mp_scaler_unscale_(mp_tensor **grads, int n, mp_tensor *found_inf,
 
 /* The MP_KERNEL_SCALE_UPDATE kernel: buffers scale (fp32), growth tracker (int64),
  * found_inf (fp32). */
-typedef struct {
-    double growth, backoff;
-    int64_t interval;
-} update_args;
+typedef mp_scale_update_args update_args;   /* shared/mp_kernel_args.h */
 
 static mp_status run_update(void *const *buf, const void *args, mp_msg *msg)
 {

@@ -9,6 +9,7 @@
  * the first). */
 #include "matmul_core.h"
 #include "../backend.h"
+#include "../../shared/mp_kernel_args.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -89,19 +90,8 @@ mp_status mp_matmul_batch_shape(const mp_tensor *a, const mp_tensor *b, const ch
     return MP_OK;
 }
 
-typedef struct {
-    int nb, ta, tb, accumulate;
-    int64_t bshape[MP_MAX_DIMS], sa[MP_MAX_DIMS], sb[MP_MAX_DIMS], sc[MP_MAX_DIMS];
-    int64_t m, n, k, lda, ldb;
-    char *pa, *pb, *pc;
-    mp_dtype wt, adt, bdt;       /* wt: C's dtype */
-    double alpha;
-    const void *bias;            /* row-vector bias fused into the GEMM's store, or NULL */
-    mp_dtype bias_dt;
-    int64_t bias_stride;
-    float bias_scale;
-    mp_dtype round_dt;           /* FLOAT32: none; else an fp32 C of 16-bit values (gemm.h) */
-} mm_plan;
+/* The GEMM kernel's argument block is public (shared/mp_kernel_args.h): a GPU backend reads it. */
+typedef mp_gemm_batch mm_plan;
 
 /* Stride of t's batch dim aligned to batch dim d of an nb-dim batch (0: broadcast). */
 static int64_t batch_stride(const mp_tensor *t, int d, int nb)
