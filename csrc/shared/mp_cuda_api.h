@@ -30,7 +30,7 @@ mp_status mp_cuda_properties(int index, mp_device_props *out, mp_msg *msg);
 /* Waits for the device (the legacy default stream) and reports an asynchronous fault. */
 mp_status mp_cuda_synchronize(mp_msg *msg);
 
-/* ---- kernels (cuda/*.cu); all launch on the legacy default stream and return after the
+/* ---- kernels (the .cu files of cuda/); all launch on the legacy default stream and return after the
  * launch (faults surface at the next synchronising call) ---- */
 
 /* Strided copy with dtype conversion over iterator metadata (operand 0 destination, 1
