@@ -104,6 +104,7 @@ extern PyMethodDef mp_nn_functions[];            /* ops_bind_nn.c: losses, pad, 
 extern PyMethodDef mp_optim_functions[];         /* optim_bind.c: scaler + fused optimizers */
 extern PyMethodDef mp_gemm_functions[];          /* gemm_bind.c: test hooks */
 extern PyMethodDef mp_peak_functions[];          /* peak_bind.c: machine-limit probes */
+extern PyMethodDef mp_gpu_plan_functions[];      /* gpu_plan_bind.c: GPU host-plan test hooks */
 extern PyMethodDef mp_vmath_functions[];         /* vmath_bind.c: vector math test hooks */
 extern PyMethodDef mp_device_functions[];        /* device_bind.c: mpamp.cuda queries */
 extern PyMethodDef mp_op_table_functions[];      /* op_table_bind.c: _op_table */

@@ -12,7 +12,7 @@ static int join_functions(void)
                                    mp_autograd_functions, mp_autocast_functions,
                                    mp_ops_functions, mp_reduce_functions, mp_matmul_functions,
                                    mp_tensor_data_functions, mp_optim_functions,
-                                   mp_gemm_functions, mp_peak_functions,
+                                   mp_gemm_functions, mp_peak_functions, mp_gpu_plan_functions,
                                    mp_vmath_functions, mp_compare_functions,
                                    mp_math_functions, mp_cnn_functions,
                                    mp_attention_functions,

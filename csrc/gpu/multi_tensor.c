@@ -9,7 +9,8 @@
 int mp_mt_max_tensors(int depth)
 {
     /* torch's depth_to_max_tensors, then what keeps `depth` address lists, the numels,
-     * one extra per-tensor word and the block tables under 4 KiB */
+     * one extra per-tensor word (from depth 2: the optimizers' Philox offsets) and the
+     * block tables under 4 KiB (tests/test_gpu_plan.py adds it up) */
     static const int max[MP_MT_MAX_DEPTH] = {110, 64, 48, 36, 30, 24, 20};
     return depth >= 1 && depth <= MP_MT_MAX_DEPTH ? max[depth - 1] : 0;
 }

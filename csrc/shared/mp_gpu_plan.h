@@ -115,6 +115,16 @@ enum {
  * MP_GPU_EPI_SEPARATE: cuBLASLt's GELU epilogue is the tanh approximation. */
 mp_status mp_gpu_gemm_to_colmajor(const mp_gpu_gemm_rm *rm, mp_gpu_gemm_cm *cm, mp_msg *msg);
 
+/* The core's batched product (mp_kernel_args.h: mp_gemm_batch) as a sequence of strided
+ * batched calls: every batch dim but the last, and every dim whose products sum into one C
+ * (C stride 0), is an outer loop; the last dim, when C moves along it, is the call's batch.
+ * mp_gpu_gemm_outer_count gives the number of calls; mp_gpu_gemm_call fills call o's
+ * descriptor and the element offsets of A, B and C (the bias never moves). The first call
+ * that writes a C has beta 0 unless the product accumulates; later ones into it beta 1. */
+int64_t mp_gpu_gemm_outer_count(const void *batch);
+void mp_gpu_gemm_call(const void *batch, int64_t o, mp_gpu_gemm_rm *rm, int64_t *off_a,
+                      int64_t *off_b, int64_t *off_c);
+
 /* cuBLASLt workspace for a device of compute capability major.minor: 32 MiB on Hopper and
  * newer, 4 MiB before (torch's defaults), or MPAMP_CUBLASLT_WORKSPACE_MB when set (0..1024). */
 size_t mp_gpu_gemm_workspace_bytes(int major, int minor);

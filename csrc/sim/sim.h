@@ -25,6 +25,9 @@ size_t mp_sim_arena_size(void);
 char *mp_sim_translate(const void *p, int64_t lo, int64_t hi);
 /* 1 in a child forked after the arena was mapped: every entry refuses. */
 int mp_sim_forked(void);
+/* Kernels run through the GPU backend's host plans (sim_plans.c); buf: translated buffers. */
+mp_status mp_sim_gemm(void *const *buf, const mp_buf_kernel *k, mp_msg *msg);
+mp_status mp_sim_unscale(void *const *buf, const mp_buf_kernel *k, mp_msg *msg);
 /* Counters bumped by the backend's copies and synchronisations. */
 void mp_sim_count(mp_copy_kind kind);
 void mp_sim_count_sync(void);

@@ -155,7 +155,11 @@ static mp_status sim_launch(const mp_buf_kernel *k, mp_msg *msg)
             st = bad_pointer(msg, "a kernel buffer", k->ptr[i]);
         rw[i] = a;
     }
-    if (st == MP_OK)
+    if (st == MP_OK && k->id == MP_KERNEL_GEMM)
+        st = mp_sim_gemm(rw, k, msg);
+    else if (st == MP_OK && k->id == MP_KERNEL_UNSCALE)
+        st = mp_sim_unscale(rw, k, msg);
+    else if (st == MP_OK)
         st = k->run(rw, k->args, msg);
     if (rw != stack)
         free(rw);
