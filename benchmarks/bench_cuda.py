@@ -346,9 +346,12 @@ def steady_mpamp(lib, a):
         return ("not measured: this CUDA backend keeps no allocator/copy/sync counters "
                 "(memory_stats() is all zeros)")
     fresh = delta["alloc_calls"] - delta["cache_hits"]
+    # a blocking cudaMemcpy from pageable memory waits for the stream in either direction,
+    # so host-to-device copies count as host syncs too
     return (f"{fresh} device allocations past the cache (cudaMalloc), "
-            f"{delta['syncs']} host syncs, {delta['d2h']} device-to-host copies "
-            f"({delta['alloc_calls']} allocator requests, {delta['cache_hits']} from the cache)")
+            f"{delta['syncs']} host syncs, {delta['d2h']} device-to-host copies, "
+            f"{delta['h2d']} host-to-device copies ({delta['alloc_calls']} allocator requests, "
+            f"{delta['cache_hits']} from the cache)")
 
 
 def steady_torch(lib, a):

@@ -44,7 +44,7 @@ def test_smoke_run_on_the_simulated_gpu_prints_every_part():
     counts = {k: len(re.findall(p, out, re.M)) for k, p in rows.items()}
     assert counts == {"gemm": 4, "mlp": 2, "copy": 1, "adamw": 1, "fraction": 1}, out
     steady = re.search(r"^steady mpamp: (\d+) device allocations past the cache.*?, (\d+) host "
-                       r"syncs, (\d+) device-to-host copies", out, re.M)
+                       r"syncs, (\d+) device-to-host copies, (\d+) host-to-device", out, re.M)
     assert steady, out
     assert out.rstrip().splitlines()[-1].startswith("bench_cuda: done in ")
 
