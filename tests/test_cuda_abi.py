@@ -2,7 +2,8 @@
 mpamp's own declarations (cuda/cublaslt_abi.h): here they are checked against a real
 cublasLt.h at compile time (tests/cuda_abi/check_cublaslt_abi.cpp), gemm.cu's host side runs
 against a fake libcublasLt that logs what it is asked (tests/cuda_abi/fake_cublaslt.cpp,
-gemm_host_driver.cpp; no GPU needed)."""
+gemm_host_driver.cpp; no GPU needed), and the helper that finds torch's pip cuBLASLt
+(mpamp/cuda/_cublaslt.py) is exercised on a made-up site-packages tree."""
 import glob
 import os
 import shutil
@@ -12,6 +13,8 @@ import sys
 
 import pytest
 
+import mpamp
+from mpamp.cuda import _cublaslt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ABI_DIR = os.path.join(ROOT, "tests", "cuda_abi")
@@ -163,3 +166,47 @@ def test_gemm_reports_a_failed_cublaslt_create(fake_build):
                       MPAMP_CUBLASLT_PATH=str(fake_build / "libfake.so"))
     assert rc == 0 and out.startswith("status=8\n"), out
     assert "cublasLtCreate failed: FAKE_NAME (1): fake description" in out
+
+
+# ---- finding torch's pip cuBLASLt ----
+
+def _touch(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"")
+    return str(path)
+
+
+def test_find_cublaslt_prefers_the_newest_major(tmp_path):
+    _touch(tmp_path / "a" / "nvidia" / "cublas" / "lib" / "libcublasLt.so.12")
+    new = _touch(tmp_path / "a" / "nvidia" / "cu13" / "lib" / "libcublasLt.so.13")
+    other = _touch(tmp_path / "b" / "nvidia" / "cu13" / "lib" / "libcublasLt.so.13")
+    (tmp_path / "empty" / "nvidia").mkdir(parents=True)
+    dirs = [str(tmp_path / "missing"), str(tmp_path / "empty"), str(tmp_path / "a"),
+            str(tmp_path / "b")]
+    assert _cublaslt._find_cublaslt(dirs) == new
+    assert _cublaslt._find_cublaslt(dirs[3:]) == other
+    assert _cublaslt._find_cublaslt(dirs[:2]) is None
+
+
+def test_set_cublaslt_path_leaves_a_user_value(tmp_path):
+    lib = _touch(tmp_path / "nvidia" / "cu13" / "lib" / "libcublasLt.so.13")
+    env = {}
+    _cublaslt._set_cublaslt_path(env, [str(tmp_path)])
+    assert env == {"MPAMP_CUBLASLT_PATH": lib}
+    env = {"MPAMP_CUBLASLT_PATH": "/mine/libcublasLt.so"}
+    _cublaslt._set_cublaslt_path(env, [str(tmp_path)])
+    assert env == {"MPAMP_CUBLASLT_PATH": "/mine/libcublasLt.so"}
+    env = {}
+    _cublaslt._set_cublaslt_path(env, [str(tmp_path / "none")])
+    assert env == {}
+
+
+@pytest.mark.skipif(not mpamp.cuda.is_built(), reason="mpamp was built without CUDA")
+def test_import_sets_the_path_from_site_packages(tmp_path):
+    lib = _touch(tmp_path / "nvidia" / "cu13" / "lib" / "libcublasLt.so.13")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, str(tmp_path)]))
+    env.pop("MPAMP_CUBLASLT_PATH", None)
+    rc, out = _run([sys.executable, "-c", "import os, mpamp; "
+                    "print(os.environ.get('MPAMP_CUBLASLT_PATH'))"], env=env, cwd=str(tmp_path))
+    assert rc == 0, out
+    assert out.strip().splitlines()[-1] == lib     # PYTHONPATH precedes site-packages
