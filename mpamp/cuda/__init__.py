@@ -5,6 +5,10 @@ without a GPU (no-ops, zeros), so setup code of CUDA scripts runs anywhere."""
 from .. import _C
 from .._C import OutOfMemoryError   # the same class as mpamp.OutOfMemoryError, as torch's
 from .._size import device as _device_type
+from ._cublaslt import _find_cublaslt, _set_cublaslt_path  # noqa: F401
+
+if _C._cuda_is_built():
+    _set_cublaslt_path()    # before the first matmul reads it (cuda/gemm.cu)
 
 
 def is_available():
