@@ -49,7 +49,7 @@ ISA_FLAGS = {
 }
 
 NVCC_HOST_FLAGS = ["-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing", "-Wall", "-Wextra",
-                   "-Wno-unused-parameter"]
+                   "-Wno-unused-parameter", "-Werror"]
 
 
 def isa_flags(path):
@@ -173,7 +173,8 @@ class BuildExt(build_ext):
         for src in sorted(glob.glob(os.path.join("cuda", "*.cu"))):
             obj = os.path.join(self.build_temp, os.path.basename(src) + ".o")
             # No --use_fast_math: it would delete the inf/NaN checks loss scaling relies on.
-            cmd = [nvcc, "-c", src, "-o", obj, "-O3", "-std=c++17", "-I", "csrc",
+            # --fmad=false: the shared bodies round as on the CPU (no contracted a*b+c).
+            cmd = [nvcc, "-c", src, "-o", obj, "-O3", "-std=c++17", "--fmad=false", "-I", "csrc",
                    "-Xcompiler", ",".join(NVCC_HOST_FLAGS)] + gencode
             print(" ".join(cmd))
             jobs.append((obj, cmd, subprocess.Popen(cmd)))

@@ -52,7 +52,31 @@ const char *dtype_name(mp_dtype dt)
     }
 }
 
+__global__ void round_kernel(float *data, size_t n, int bf16)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        data[i] = bf16 ? mp_bf16_to_f32(mp_f32_to_bf16(data[i]))
+                       : mp_half_to_f32(mp_f32_to_half(data[i]));
+}
+
 }  // namespace
+
+extern "C" mp_status mp_cuda_round_f32(void *data, size_t n, mp_dtype dtype, mp_msg *msg)
+{
+    mp_status st = mp_cuda_require_device(msg);
+    if (st != MP_OK || n == 0)
+        return st;
+    if (dtype != MP_DTYPE_FLOAT16 && dtype != MP_DTYPE_BFLOAT16)
+        return mp_cuda_fail(msg, MP_ERR_TYPE, "round_f32: %s is not a 16-bit float dtype",
+                            dtype_name(dtype));
+    size_t blocks = (n + kThreads - 1) / kThreads;
+    if (blocks > kMaxBlocks)
+        blocks = kMaxBlocks;
+    round_kernel<<<(unsigned)blocks, kThreads>>>(static_cast<float *>(data), n,
+                                                 dtype == MP_DTYPE_BFLOAT16);
+    return mp_cuda_check(cudaGetLastError(), "round kernel launch", msg);
+}
 
 extern "C" mp_status mp_cuda_cast(const void *src, mp_dtype src_dtype, void *dst,
                                   mp_dtype dst_dtype, size_t n, mp_msg *msg)

@@ -31,4 +31,7 @@ mp_status mp_cuda_require_device(mp_msg *msg);
  * not see a stale one) and returns MP_ERR_CUDA with "<what>: <cuda message>". */
 mp_status mp_cuda_check(cudaError_t err, const char *what, mp_msg *msg);
 
+/* Multiprocessors of the current device (1 when it cannot be read), read once: grid sizes. */
+int mp_cuda_sm_count(void);
+
 #endif

@@ -4,6 +4,8 @@
  * default stream for now). Without a driver or a device every call reports MP_ERR_NO_CUDA. */
 #include "cuda_common.cuh"
 
+#include <cstring>
+
 /* Counted once: the first runtime call initialises CUDA, and the answer cannot change for
  * the life of the process (CUDA_VISIBLE_DEVICES is read at initialisation). */
 static int query_device_count(void)
@@ -32,6 +34,20 @@ mp_status mp_cuda_check(cudaError_t err, const char *what, mp_msg *msg)
         return MP_OK;
     (void)cudaGetLastError();
     return mp_cuda_fail(msg, MP_ERR_CUDA, "%s: %s", what, cudaGetErrorString(err));
+}
+
+int mp_cuda_sm_count(void)
+{
+    static const int count = [] {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+            (void)cudaGetLastError();
+            n = 1;
+        }
+        return n;
+    }();
+    return count;
 }
 
 extern "C" {
@@ -89,6 +105,39 @@ mp_status mp_cuda_memcpy(void *dst, const void *src, size_t nbytes, int kind, mp
     if (nbytes == 0)
         return MP_OK;
     return mp_cuda_check(cudaMemcpy(dst, src, nbytes, kinds[kind]), "cudaMemcpy", msg);
+}
+
+mp_status mp_cuda_properties(int index, mp_device_props *out, mp_msg *msg)
+{
+    memset(out, 0, sizeof *out);
+    mp_status st = mp_cuda_require_device(msg);
+    if (st != MP_OK)
+        return st;
+    if (index < 0 || index >= mp_cuda_device_count())
+        return mp_cuda_fail(msg, MP_ERR_VALUE, "Invalid device id %d: %d CUDA device(s) "
+                            "visible", index, mp_cuda_device_count());
+    cudaDeviceProp p;
+    if ((st = mp_cuda_check(cudaGetDeviceProperties(&p, index), "cudaGetDeviceProperties",
+                            msg)) != MP_OK)
+        return st;
+    size_t len = strnlen(p.name, sizeof p.name);
+    if (len > sizeof out->name - 1)
+        len = sizeof out->name - 1;
+    memcpy(out->name, p.name, len);     /* memset left the terminator */
+    out->major = p.major;
+    out->minor = p.minor;
+    out->total_memory = p.totalGlobalMem;
+    out->multi_processor_count = p.multiProcessorCount;
+    return MP_OK;
+}
+
+mp_status mp_cuda_synchronize(mp_msg *msg)
+{
+    mp_status st = mp_cuda_require_device(msg);
+    if (st != MP_OK)
+        return st;
+    return mp_cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (a kernel launched "
+                         "earlier failed)", msg);
 }
 
 }  /* extern "C" */

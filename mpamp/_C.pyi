@@ -462,6 +462,8 @@ def _cuda_properties(*args: Any, **kwargs: Any) -> Any:
     """(name, major, minor, total_memory, multi_processor_count) of a CUDA device"""
 def _cuda_reset_peak(*args: Any, **kwargs: Any) -> Any:
     """Start new peaks"""
+def _cuda_set_allow_tf32(*args: Any, **kwargs: Any) -> Any:
+    """Let fp32 products on a real GPU use TF32 (mpamp.backends.cuda.matmul.allow_tf32)"""
 def _cuda_synchronize(*args: Any, **kwargs: Any) -> Any:
     """Wait for the device"""
 def _cumsum(*args: Any, **kwargs: Any) -> Any:
@@ -510,6 +512,16 @@ def _get_autocast_dtype(*args: Any, **kwargs: Any) -> Any:
     """Lower-precision dtype of a device type"""
 def _get_isa(*args: Any, **kwargs: Any) -> Any:
     """ISA level in use"""
+def _gpu_gemm_colmajor(*args: Any, **kwargs: Any) -> Any:
+    """test hook: cuBLASLt layout"""
+def _gpu_gemm_workspace(*args: Any, **kwargs: Any) -> Any:
+    """test hook: workspace bytes"""
+def _gpu_launch_shape(*args: Any, **kwargs: Any) -> Any:
+    """test hook: grid of a launch"""
+def _gpu_mt_plan(*args: Any, **kwargs: Any) -> Any:
+    """test hook: multi-tensor launch plan"""
+def _gpu_vector_width(*args: Any, **kwargs: Any) -> Any:
+    """test hook: 16-byte access width"""
 def _grad(*args: Any, **kwargs: Any) -> Any:
     """Gradients of outputs with respect to inputs (autograd.grad)"""
 def _group_norm(*args: Any, **kwargs: Any) -> Any:

@@ -49,6 +49,38 @@ def test_the_suites_pass_with_tensors_on_the_simulated_gpu():
     assert passed > (200 if asan else 1500), summary
 
 
+BY_OP = ["test_ops_pointwise", "test_ops_math", "test_autograd", "test_nn_layers",
+         "test_amp_training"]
+
+
+def test_maps_by_op_id_as_a_gpu_runs_them():
+    """MPAMP_SIM_MAP_BY_OP=1: the simulator computes every map that carries an op id with the
+    shared bodies cuda/map.cu runs (not the CPU's functions), so the ids, arguments and operand
+    order the core hands a GPU are checked against NumPy."""
+    env = dict(os.environ, MPAMP_CUDA_SIM="1", MPAMP_CUDA_SIM_MB="2048",
+               MPAMP_TEST_DEVICE="cuda", MPAMP_SIM_MAP_BY_OP="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        *[os.path.join(HERE, m + ".py") for m in BY_OP]],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-3000:]
+    summary = r.stdout.strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary, summary
+    # and the path did run: gelu by the scalar body is not the CPU vector kernel's bits
+    code = ("import mpamp, numpy as np\n"
+            "x = mpamp.tensor(np.random.default_rng(0).standard_normal(4096).astype('float32'))\n"
+            "a = mpamp.nn.functional.gelu(x).numpy()\n"
+            "b = mpamp.nn.functional.gelu(x.cuda()).cpu().numpy()\n"
+            "np.testing.assert_allclose(b, a, rtol=1e-2, atol=1e-6)\n"
+            "print(int((a.view('u4') != b.view('u4')).sum()))\n")
+    for by_op, differ in (("1", True), ("0", False)):
+        env["MPAMP_SIM_MAP_BY_OP"] = by_op
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert (int(r.stdout) > 0) == differ, (by_op, r.stdout)
+
+
 @pytest.mark.parametrize("device", [None, "cpu"])
 def test_default_device_round_trip(device):
     import mpamp

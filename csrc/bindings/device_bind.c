@@ -166,7 +166,20 @@ static PyObject *f_sim_kernel_on_host_pointer(PyObject *m, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* torch.backends.cuda.matmul.allow_tf32: fp32 products on a GPU may use TF32. */
+static PyObject *f_cuda_set_allow_tf32(PyObject *m, PyObject *flag)
+{
+    (void)m;
+    int on = PyObject_IsTrue(flag);
+    if (on < 0)
+        return NULL;
+    mp_cuda_allow_tf32 = on;
+    Py_RETURN_NONE;
+}
+
 PyMethodDef mp_device_functions[] = {
+    {"_cuda_set_allow_tf32", f_cuda_set_allow_tf32, METH_O,
+     "Let fp32 products on a real GPU use TF32 (mpamp.backends.cuda.matmul.allow_tf32)"},
     {"_sim_kernel_on_host_pointer", f_sim_kernel_on_host_pointer, METH_NOARGS,
      "Test hook: hand a host pointer to a device kernel (fails on the simulated GPU)"},
     {"_cuda_is_sim", f_cuda_is_sim, METH_NOARGS, "True when MPAMP_CUDA_SIM=1 (simulated GPU)"},

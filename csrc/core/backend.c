@@ -1,7 +1,7 @@
 /* backend.c - the backend registry (see backend.h): the CPU table, the choice of the CUDA
  * device's backend (the simulator when MPAMP_CUDA_SIM=1, else the real GPU when built and
- * present), and the device checks every op entry shares. The real GPU's table has memory
- * and copies so far; its kernels come with the CUDA backend (cuda/). */
+ * present), and the device checks every op entry shares. The real GPU's table is
+ * backend_gpu.c. */
 #include "backend.h"
 
 #include <pthread.h>
@@ -104,113 +104,6 @@ const mp_backend *mp_backend_cpu(void)
 {
     return &cpu;
 }
-
-/* ---- a real GPU (memory and copies; kernels arrive with cuda/'s backend) ---- */
-
-static mp_status gpu_properties(int index, mp_device_props *out, mp_msg *msg)
-{
-    (void)index;
-    memset(out, 0, sizeof *out);
-    snprintf(msg->text, sizeof msg->text, "mpamp does not query CUDA device properties yet");
-    return MP_ERR_NOT_IMPLEMENTED;
-}
-
-static mp_status gpu_alloc(size_t nbytes, void **out, mp_msg *msg)
-{
-    return mp_cuda_malloc(out, nbytes, msg);
-}
-
-static void gpu_free(void *p, size_t nbytes)
-{
-    (void)nbytes;
-    mp_msg msg;
-    (void)mp_cuda_free(p, &msg);   /* a failed free (a dead context) leaks, as torch */
-}
-
-static mp_status gpu_memcpy(void *dst, const void *src, size_t n, mp_copy_kind kind,
-                            mp_msg *msg)
-{
-    return mp_cuda_memcpy(dst, src, n, (int)kind, msg);
-}
-
-static mp_status gpu_synchronize(mp_msg *msg)
-{
-    (void)msg;
-    return MP_OK;    /* every call of device.cu is synchronous today */
-}
-
-static void gpu_stats(mp_device_stats *out)
-{
-    memset(out, 0, sizeof *out);
-}
-
-static void gpu_nothing(void)
-{
-}
-
-static mp_status gpu_no_kernels(mp_msg *msg)
-{
-    snprintf(msg->text, sizeof msg->text, "this op has no CUDA kernel in mpamp yet (the CUDA "
-             "backend has memory and copies only); run it on the CPU or under the simulated "
-             "GPU (MPAMP_CUDA_SIM=1)");
-    return MP_ERR_NOT_IMPLEMENTED;
-}
-
-static mp_status gpu_map(const mp_map_kernel *k, mp_msg *msg)
-{
-    (void)k;
-    return gpu_no_kernels(msg);
-}
-
-static mp_status gpu_copy(const mp_iter *it, mp_dtype dst, mp_dtype src, mp_msg *msg)
-{
-    if (it->ndim == 1 && it->strides[0][0] == 1 && it->strides[1][0] == 1) {
-        return dst == src
-            ? mp_cuda_memcpy(it->base[0], it->base[1], (size_t)it->numel * it->itemsize[0], 2,
-                             msg)
-            : mp_cuda_cast(it->base[1], src, it->base[0], dst, (size_t)it->numel, msg);
-    }
-    return gpu_no_kernels(msg);
-}
-
-static mp_status gpu_fill(const mp_iter *it, mp_dtype dt, const void *pattern, mp_msg *msg)
-{
-    (void)it, (void)dt, (void)pattern;
-    return gpu_no_kernels(msg);
-}
-
-static mp_status gpu_launch(const mp_buf_kernel *k, mp_msg *msg)
-{
-    snprintf(msg->text, sizeof msg->text, "the '%s' kernel has no CUDA implementation in "
-             "mpamp yet; run it on the CPU or under the simulated GPU (MPAMP_CUDA_SIM=1)",
-             mp_kernel_name(k->id));
-    return MP_ERR_NOT_IMPLEMENTED;
-}
-
-static mp_status gpu_iter(const mp_iter_kernel *k, mp_msg *msg)
-{
-    mp_buf_kernel b = {.id = k->id};
-    return gpu_launch(&b, msg);
-}
-
-static const mp_backend gpu = {
-    .name = "cuda",
-    .device = MP_DEVICE_CUDA,
-    .device_count = mp_cuda_device_count,
-    .properties = gpu_properties,
-    .alloc = gpu_alloc,
-    .free = gpu_free,
-    .memcpy = gpu_memcpy,
-    .synchronize = gpu_synchronize,
-    .stats = gpu_stats,
-    .reset_peak = gpu_nothing,
-    .empty_cache = gpu_nothing,
-    .map = gpu_map,
-    .copy = gpu_copy,
-    .fill = gpu_fill,
-    .launch = gpu_launch,
-    .iter = gpu_iter,
-};
 
 /* ---- kernels ---- */
 
@@ -337,12 +230,24 @@ int mp_cuda_sim_enabled(void)
     return v;
 }
 
+/* The simulator, or with MPAMP_SIM_AS_GPU=1 the simulator limited to the kernels the real
+ * GPU's table has (backend_gpu.c): a run shows what a real GPU still lacks. */
+static const mp_backend *sim_table(void)
+{
+    static int strict = -1;
+    if (strict < 0) {
+        const char *e = getenv("MPAMP_SIM_AS_GPU");
+        strict = e && (e[0] == '1' || e[0] == '2') ? e[0] - '0' : 0;
+    }
+    return strict ? mp_backend_sim_as_gpu(mp_sim_backend(), strict == 2) : mp_sim_backend();
+}
+
 const mp_backend *mp_backend_get(mp_device d)
 {
     if (d == MP_DEVICE_CPU)
         return &cpu;
     if (mp_cuda_sim_enabled()) {
-        const mp_backend *b = mp_sim_backend();
+        const mp_backend *b = sim_table();
         if (b->device_count() > 0)
             return b;
         mp_msg msg;
@@ -352,7 +257,7 @@ const mp_backend *mp_backend_get(mp_device d)
         return NULL;
     }
     if (mp_cuda_is_built() && mp_cuda_device_count() > 0)
-        return &gpu;
+        return mp_backend_gpu();
     if (mp_cuda_is_built())
         mp_error(MP_ERR_NO_CUDA, "CUDA not available: no CUDA device was found");
     else
@@ -365,7 +270,7 @@ const mp_backend *mp_backend_of_storage(const mp_storage *s)
 {
     if (s->device == MP_DEVICE_CPU)
         return &cpu;
-    return mp_cuda_sim_enabled() ? mp_sim_backend() : &gpu;
+    return mp_cuda_sim_enabled() ? sim_table() : mp_backend_gpu();
 }
 
 const mp_backend *mp_backend_of(const mp_tensor *t)

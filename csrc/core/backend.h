@@ -2,8 +2,8 @@
  * kernels over tensors, device checks. The ABI itself (the struct of function pointers, the
  * kernel descriptors, iterator metadata) is csrc/shared/mp_backend.h, so backends include no
  * core header. The CPU's backend is filled in backend.c from the CPU kernels, the simulated
- * GPU's by sim/ (MPAMP_CUDA_SIM=1), the real GPU's here over cuda/'s mp_cuda_api.h until
- * cuda/ grows kernels. Backends report failures as a status plus a caller-provided mp_msg.
+ * GPU's by sim/ (MPAMP_CUDA_SIM=1), the real GPU's in backend_gpu.c over cuda/'s
+ * mp_cuda_api.h. Backends report failures as a status plus a caller-provided mp_msg.
  * An op whose kernels do not go through this table yet refuses device tensors at its entry
  * (mp_require_host), so no host code ever dereferences device memory. */
 #ifndef MP_BACKEND_H
@@ -48,6 +48,16 @@ const mp_backend *mp_backend_get(mp_device d);
 /* The backend that owns a storage's or tensor t's memory (never NULL when it exists). */
 const mp_backend *mp_backend_of_storage(const mp_storage *s);
 const mp_backend *mp_backend_of(const mp_tensor *t);
+/* The real GPU's table (backend_gpu.c); mp_cuda_allow_tf32 its TF32 switch. */
+const mp_backend *mp_backend_gpu(void);
+/* What the real GPU's table runs; mp_backend_sim_as_gpu: the simulator refusing the rest
+ * with the real table's message (MPAMP_SIM_AS_GPU=1), to list what a real GPU still lacks;
+ * log_only (=2): name each missing kernel on stderr and run it anyway. */
+int mp_gpu_has_kernel(mp_kernel_id id);
+int mp_gpu_has_map(const mp_map_kernel *k);
+int mp_gpu_has_iter(mp_kernel_id id);
+const mp_backend *mp_backend_sim_as_gpu(const mp_backend *sim, int log_only);
+extern int mp_cuda_allow_tf32;
 /* 1 when the simulated GPU is the CUDA device of this process. */
 int mp_cuda_sim_enabled(void);
 

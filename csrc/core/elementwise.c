@@ -257,10 +257,10 @@ static mp_status map_on_device(mp_map_kernel *k, mp_tensor *out, mp_tensor *cons
 }
 
 static mp_status map_any(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
-                         mp_map_f64_fn fn64, const double *args)
+                         mp_map_f64_fn fn64, int op, const double *args)
 {
     mp_map_kernel k = {NULL, n_in, out->dtype, {MP_DTYPE_FLOAT32}, fn, fn64, args,
-                       MP_MAP_GRAIN};
+                       MP_MAP_GRAIN, op};
     mp_tensor *ops[1 + MP_MAP_MAX_IN];
     int host = out->storage->device == MP_DEVICE_CPU;
     ops[0] = out;
@@ -280,13 +280,19 @@ static mp_status map_any(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map
 mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
                  const double *args)
 {
-    return map_any(out, ins, n_in, fn, NULL, args);
+    return map_any(out, ins, n_in, fn, NULL, 0, args);
+}
+
+mp_status mp_map_with_op(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn, int op,
+                    const double *args)
+{
+    return map_any(out, ins, n_in, fn, NULL, op, args);
 }
 
 mp_status mp_map_f64(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_f64_fn fn,
                      const double *args)
 {
-    return map_any(out, ins, n_in, NULL, fn, args);
+    return map_any(out, ins, n_in, NULL, fn, 0, args);
 }
 
 /* ---- promotion ---- */

@@ -13,6 +13,11 @@
 mp_status mp_map(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn,
                  const double *args);
 
+/* mp_map with the op id a GPU backend runs instead of fn (shared/mp_pointwise.h: the same
+ * per-element body); mp_map's maps have none and refuse a real GPU. */
+mp_status mp_map_with_op(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_fn fn, int op,
+                    const double *args);
+
 /* Same in double precision (used for int64 results so integers stay exact); mp_map_fn and
  * mp_map_f64_fn: csrc/shared/mp_backend.h. */
 mp_status mp_map_f64(mp_tensor *out, mp_tensor *const *ins, int n_in, mp_map_f64_fn fn,

@@ -4,6 +4,7 @@
  * header so mp_iter can coalesce both walks. */
 #include "reduce.h"
 #include "backend.h"
+#include "../shared/mp_kernel_args.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ void mp_reduced_shape(const mp_tensor *t, uint32_t dim_mask, int keepdim, int64_
 #define MP_SUM_GRAIN (1 << 15)  /* input elements per thread's share, at least */
 
 typedef struct {
+    mp_sum_iter_args pub;  /* first: what a GPU backend reads (shared/mp_kernel_args.h) */
     mp_dtype dt;
     const mp_cpu_kernels *k;
     int int_acc;          /* integer input summed to int64: an int64 accumulator (wraps) */
@@ -112,10 +114,7 @@ static void sum_run(char **ptrs, const int64_t *strides, int64_t n, void *vctx)
  * walk would. 16-bit rows are widened (exactly) into a stack block first: a whole block of
  * contiguous rows in one call when the range spans them (a bias gradient of 10 columns made
  * two calls per row before), else one call per row of the range. */
-typedef struct {
-    int64_t rows, cols, ld;
-    mp_dtype dt;
-} colsum_args;
+typedef mp_colsum_args colsum_args;   /* shared/mp_kernel_args.h */
 
 typedef struct {
     const colsum_args *a;
@@ -188,11 +187,7 @@ static int column_sums(const mp_iter *it, mp_dtype dt, mp_device dev, mp_status 
 
 /* The MP_KERNEL_SUM_STORE kernel: buffer 0 the accumulator (n doubles, or int64 when
  * int_acc), buffer 1 the contiguous output of dtype dt. */
-typedef struct {
-    int64_t n;
-    mp_dtype dt;
-    int int_acc;
-} store_args;
+typedef mp_sum_store_args store_args;   /* shared/mp_kernel_args.h */
 
 static mp_status run_store(void *const *buf, const void *args, mp_msg *msg)
 {
@@ -296,7 +291,7 @@ mp_status mp_reduce_sum(mp_tensor *t, uint32_t dim_mask, int keepdim, mp_dtype o
     mp_tensor *ops[2] = {accv, t};
     mp_iter it;
     int int_acc = !mp_dtype_is_float(t->dtype) && out_dtype == MP_DTYPE_INT64;
-    sum_ctx c = {t->dtype, mp_cpu(), int_acc};
+    sum_ctx c = {{t->dtype, int_acc}, t->dtype, mp_cpu(), int_acc};
     mp_iter_init(&it, ops, 2);
     /* threads take disjoint outputs: every output sums its inputs in the serial order */
     mp_iter_kernel k = {MP_KERNEL_SUM, &it, sum_run, &c, MP_SUM_GRAIN, 1};

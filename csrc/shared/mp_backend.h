@@ -73,6 +73,7 @@ typedef struct {
     mp_map_f64_fn fn64;
     const double *args;
     int64_t grain;
+    int op;                 /* mp_map_op (shared/mp_pointwise.h): what a GPU runs; 0 none */
 } mp_map_kernel;
 
 /* Kernels that are not maps, copies or fills, by name: a GPU backend selects its kernel by id

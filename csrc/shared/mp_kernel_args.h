@@ -74,6 +74,65 @@ typedef struct {
     double lr, beta1, beta2;     /* computed from them (in double) */
 } mp_optim_launch;
 
+/* MP_KERNEL_COLUMN_SUM: buffer 0 the accumulator (cols doubles, added to), buffer 1 a
+ * (rows, cols) matrix of fp32, fp16 or bf16 with row stride ld; each column's rows in order. */
+typedef struct {
+    int64_t rows, cols, ld;
+    mp_dtype dt;
+} mp_colsum_args;
+
+/* MP_KERNEL_SUM (an iterator kernel): operand 0 the accumulator (doubles, or int64 when
+ * int_acc; stride 0 along the summed dims), operand 1 the input of dtype dt, added in. The
+ * iterator kernel's ctx starts with this block. */
+typedef struct {
+    mp_dtype dt;
+    int int_acc;
+} mp_sum_iter_args;
+
+/* MP_KERNEL_SUM_STORE: buffer 0 the accumulator (n doubles, or int64 when int_acc), buffer
+ * 1 the contiguous output of dtype dt (floats: the double rounded to fp32, then to dt). */
+typedef struct {
+    int64_t n;
+    mp_dtype dt;
+    int int_acc;
+} mp_sum_store_args;
+
+/* MP_KERNEL_RELU_16: buffers out, x (forward) or out, grad, saved output (backward); n
+ * fp16/bf16 elements handled as bits (inf: the dtype's infinity, quiet: its quiet-NaN bit). */
+typedef struct {
+    int64_t n;
+    uint16_t inf, quiet;        /* fp16 0x7c00, 0x0200; bf16 0x7f80, 0x0040 */
+    int backward;
+} mp_relu16_args;
+
+/* MP_KERNEL_LOSS: buffers x, t, the n fp32 losses (mp_loss_value of kind, b). */
+typedef struct {
+    int64_t n;
+    int kind;
+    float b;
+} mp_loss_args;
+
+/* MP_KERNEL_LOSS_GRAD: buffers x, t (n fp32 each), g (n fp32 when dense, else the
+ * one-element upstream gradient of dtype gdt, divided by denom for a mean), the n fp32
+ * results sgn * g * mp_loss_deriv(kind, x - t, b). */
+typedef struct {
+    int64_t n;
+    int kind, dense, mean;
+    float b, sgn;
+    double denom;
+    mp_dtype gdt;
+} mp_loss_grad_args;
+
+/* MP_KERNEL_LOSS_REDUCE: buffer 0 n fp32 losses, buffer 1 one element of dt receiving their
+ * sum in double (divided by denom for a mean), buffer 2 (optional) a double read as the
+ * denominator instead. */
+typedef struct {
+    int64_t n;
+    int mean;
+    double denom;
+    mp_dtype dt;
+} mp_loss_reduce_args;
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,9 @@ int mp_sim_forked(void);
 /* Kernels run through the GPU backend's host plans (sim_plans.c); buf: translated buffers. */
 mp_status mp_sim_gemm(void *const *buf, const mp_buf_kernel *k, mp_msg *msg);
 mp_status mp_sim_unscale(void *const *buf, const mp_buf_kernel *k, mp_msg *msg);
+/* With MPAMP_SIM_MAP_BY_OP=1, runs a map that has an op id as cuda/map.cu would and returns 1;
+ * else 0 (sim_map_ops.c). k->it: already translated. */
+int mp_sim_map_by_op(const mp_map_kernel *k);
 /* Counters bumped by the backend's copies and synchronisations. */
 void mp_sim_count(mp_copy_kind kind);
 void mp_sim_count_sync(void);

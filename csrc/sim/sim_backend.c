@@ -113,6 +113,8 @@ static mp_status sim_map(const mp_map_kernel *k, mp_msg *msg)
         return st;
     mp_map_kernel c = *k;
     c.it = &rw;
+    if (mp_sim_map_by_op(&c))
+        return MP_OK;
     return mp_backend_cpu()->map(&c, msg);
 }
 

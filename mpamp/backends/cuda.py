@@ -1,8 +1,9 @@
 """mpamp.backends.cuda: torch.backends.cuda's switches, so CUDA scripts' setup lines run.
 
-mpamp has no TF32 or cuDNN paths and one attention kernel, so these flags are recorded and
-read back (with torch's defaults) but change no result: fp32 products are always full fp32.
-`matmul.allow_tf32` and mpamp.set_float32_matmul_precision share one setting, as in torch.
+`matmul.allow_tf32` and mpamp.set_float32_matmul_precision share one setting, as in torch:
+any precision but "highest" lets fp32 products on a real GPU use TF32 (cuBLASLt); the CPU
+and the simulated GPU always compute them in full fp32. The cuDNN and attention flags are
+recorded and read back (with torch's defaults) but change no result.
 """
 import contextlib
 import warnings
@@ -26,6 +27,7 @@ def _set_precision(precision):
                       stacklevel=3)
         return
     _state["precision"] = precision
+    _C._cuda_set_allow_tf32(precision != "highest")
 
 
 class _CuBLASModule:
@@ -46,7 +48,7 @@ class _CuBLASModule:
 
     def __setattr__(self, name, value):
         if name == "allow_tf32":
-            _state["precision"] = "high" if value else "highest"
+            _set_precision("high" if value else "highest")
         elif name in self._FLAGS:
             self._flags[name] = bool(value)
         else:

@@ -8,6 +8,7 @@
 
 #include "../autograd/autograd.h"
 #include "../copy.h"
+#include "../../shared/mp_pointwise.h"
 
 /* ---- binary pointwise (ops_binary.c); b may be a wrapped-number 0-d tensor ---- */
 mp_status mp_op_add(mp_tensor *a, mp_tensor *b, double alpha, mp_tensor **out);   /* a+alpha*b */
@@ -20,13 +21,7 @@ mp_status mp_op_binary_(int which, mp_tensor *a, mp_tensor *b, double alpha);
 enum { MP_BIN_ADD, MP_BIN_SUB, MP_BIN_MUL, MP_BIN_DIV, MP_BIN_POW };
 
 /* ---- unary pointwise (ops_unary.c) ---- */
-typedef enum {
-    MP_UN_NEG, MP_UN_RELU, MP_UN_GELU, MP_UN_GELU_TANH, MP_UN_SILU, MP_UN_SIGMOID, MP_UN_TANH,
-    MP_UN_EXP, MP_UN_LOG, MP_UN_SQRT, MP_UN_RSQRT, MP_UN_ABS,
-    MP_UN_SIN, MP_UN_COS, MP_UN_ERF, MP_UN_LOG1P, MP_UN_EXPM1, MP_UN_SIGN, MP_UN_FLOOR,
-    MP_UN_CEIL, MP_UN_ROUND, MP_UN_TRUNC, MP_UN_SQUARE, MP_UN_RECIPROCAL, MP_UN_LOG2,
-    MP_UN_LOG10, MP_UN_COUNT
-} mp_unary_op;
+/* mp_unary_op (MP_UN_*): shared/mp_pointwise.h, whose bodies the GPU runs too */
 mp_status mp_op_unary(mp_unary_op op, mp_tensor *a, mp_tensor **out);
 mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out);   /* either may be wrapped */
 /* has_min/has_max select the bounds, as torch.clamp(min=None, max=None) */

@@ -61,6 +61,7 @@ static void d_mul(const double *const *in, double *out, int64_t n, const double 
 }
 
 static mp_map_fn const fns[] = {f_add, f_add, f_mul, f_div};
+static const int map_ops[] = {MP_MAP_OP_ADD, MP_MAP_OP_ADD, MP_MAP_OP_MUL, MP_MAP_OP_DIV};
 static mp_map_f64_fn const fns64[] = {d_add, d_add, d_mul, NULL};
 /* names and grad_fns: the op table's rows (MP_OP_ADD + MP_BIN_*) */
 #define BIN_ROW(which) mp_op_info(MP_OP_ADD + (which))
@@ -93,7 +94,7 @@ static mp_status compute(int which, mp_tensor *a, mp_tensor *b, double alpha, mp
         if (!mp_dtype_is_float(dt) && fns64[which])
             st = mp_map_f64(*out, ex, 2, fns64[which], args);
         else
-            st = mp_map(*out, ex, 2, fns[which], args);
+            st = mp_map_with_op(*out, ex, 2, fns[which], map_ops[which], args);
         if (st != MP_OK) {      /* operands on different devices */
             mp_tensor_decref(*out);
             *out = NULL;

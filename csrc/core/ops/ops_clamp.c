@@ -17,14 +17,8 @@ static void f_clamp(const float *const *in, float *out, int64_t n, const double 
     const float *x = in[0];
     float lo = (float)args[1], hi = (float)args[3];
     int has_lo = args[0] != 0.0, has_hi = args[2] != 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        float v = x[i];
-        if (has_lo && v < lo)
-            v = lo;
-        if (has_hi && v > hi)
-            v = hi;
-        out[i] = v;
-    }
+    for (int64_t i = 0; i < n; i++)
+        out[i] = mp_clamp(x[i], has_lo, lo, has_hi, hi);   /* shared/mp_pointwise.h */
 }
 
 static void d_clamp(const double *const *in, double *out, int64_t n, const double *args)
@@ -96,7 +90,7 @@ mp_status mp_op_clamp(mp_tensor *a, int has_min, double min, int has_max, double
     if (st != MP_OK)
         return st;
     if (mp_dtype_is_float(a->dtype))
-        st = mp_map(*out, &a, 1, f_clamp, args);
+        st = mp_map_with_op(*out, &a, 1, f_clamp, MP_MAP_OP_CLAMP, args);
     else
         st = mp_map_f64(*out, &a, 1, d_clamp, args);
     mp_node *node = NULL;

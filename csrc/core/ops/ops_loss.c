@@ -10,6 +10,7 @@
 #include "../amp/autocast.h"
 #include "../copy.h"
 #include "../backend.h"
+#include "../../shared/mp_kernel_args.h"
 #include "../elementwise.h"
 #include "loss.h"
 #include "ops.h"
@@ -41,12 +42,7 @@ mp_status mp_loss_dense(mp_tensor *t, const int64_t *shape, int nd, mp_tensor **
 /* The MP_KERNEL_LOSS_REDUCE kernel: buffer 0 n fp32 losses, buffer 1 one element of dt
  * receiving their sum (divided by denom for a mean), buffer 2 (optional) a double read as
  * the denominator instead. */
-typedef struct {
-    int64_t n;
-    int mean;
-    double denom;
-    mp_dtype dt;
-} reduce_args;
+typedef mp_loss_reduce_args reduce_args;   /* shared/mp_kernel_args.h */
 
 static mp_status run_reduce(void *const *buf, const void *args, mp_msg *msg)
 {
@@ -117,47 +113,17 @@ mp_status mp_loss_grad_scale(mp_tensor *g, int reduction, double denom, float *s
 
 /* ---- mse_loss / l1_loss / smooth_l1_loss / huber_loss ---- */
 
-enum { LOSS_MSE = 0, LOSS_L1 = 1, LOSS_SMOOTH_L1 = 2, LOSS_HUBER = 3 };
+enum { LOSS_MSE = MP_LOSS_MSE, LOSS_L1 = MP_LOSS_L1, LOSS_SMOOTH_L1 = MP_LOSS_SMOOTH_L1,
+       LOSS_HUBER = MP_LOSS_HUBER };
 
-static float sign_f(float d)
-{
-    return d > 0.0f ? 1.0f : d < 0.0f ? -1.0f : 0.0f;    /* NaN -> 0, as torch's sgn */
-}
-
-/* The loss of one difference d = input - target; b is smooth_l1's beta or huber's delta
- * (torch's CPU kernels: |d| < b selects the quadratic piece). */
-static inline float loss_value(int kind, float d, float b)
-{
-    float z = fabsf(d);
-    switch (kind) {
-    case LOSS_L1: return z;
-    case LOSS_SMOOTH_L1: return z < b ? 0.5f * d * d / b : z - 0.5f * b;
-    case LOSS_HUBER: return z < b ? 0.5f * d * d : b * (z - 0.5f * b);
-    default: return d * d;
-    }
-}
-
-/* d loss / d input; torch's backward kernels: the linear pieces from |d| >= b on. */
-static inline float loss_deriv(int kind, float d, float b)
-{
-    switch (kind) {
-    case LOSS_L1: return sign_f(d);
-    case LOSS_SMOOTH_L1: return d <= -b ? -1.0f : d >= b ? 1.0f : d / b;
-    case LOSS_HUBER: return d <= -b ? -b : d >= b ? b : d;
-    default: return 2.0f * d;
-    }
-}
+/* the per-element formulas: shared/mp_pointwise.h (the GPU's too) */
+#define loss_value mp_loss_value
+#define loss_deriv mp_loss_deriv
 
 /* The MP_KERNEL_LOSS_GRAD kernel: buffers x, t (n fp32 each), g (n fp32 when dense, else
  * the one-element upstream gradient of dtype gdt, divided by denom for a mean) and the n fp32
  * results: sgn * g * loss'(x - t). */
-typedef struct {
-    int64_t n;
-    int kind, dense, mean;
-    float b, sgn;
-    double denom;
-    mp_dtype gdt;
-} grad_args;
+typedef mp_loss_grad_args grad_args;   /* shared/mp_kernel_args.h */
 
 static mp_status run_grad(void *const *buf, const void *args, mp_msg *msg)
 {
@@ -234,11 +200,7 @@ static mp_status pointwise_backward(mp_node *n, mp_tensor **gout, mp_tensor **gi
 }
 
 /* The MP_KERNEL_LOSS kernel: buffers x, t and the n fp32 losses. */
-typedef struct {
-    int64_t n;
-    int kind;
-    float b;
-} loss_args;
+typedef mp_loss_args loss_args;   /* shared/mp_kernel_args.h */
 
 static mp_status run_loss(void *const *buf, const void *args, mp_msg *msg)
 {

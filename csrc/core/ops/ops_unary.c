@@ -16,6 +16,7 @@
 #include "../../cpu/dispatch.h"
 #include "../../cpu/parallel.h"
 #include "../backend.h"
+#include "../../shared/mp_kernel_args.h"
 #include "../../shared/mp_math.h"
 #include "../chunk.h"
 #include "../iter.h"
@@ -104,25 +105,25 @@ static void fwd_map(const float *const *in, float *out, int64_t n, const double 
         return;
     }
     switch (op) {                    /* every op without a vector kernel */
-    case MP_UN_RELU: MAP_LOOP(zero_if(x < 0.0f, x)); break;
-    case MP_UN_NEG: MAP_LOOP(-x); break;
-    case MP_UN_ABS: MAP_LOOP(fabsf(x)); break;
-    case MP_UN_SQRT: MAP_LOOP(sqrtf(x)); break;
-    case MP_UN_RSQRT: MAP_LOOP(1.0f / sqrtf(x)); break;
-    case MP_UN_SIN: MAP_LOOP(sinf(x)); break;
-    case MP_UN_COS: MAP_LOOP(cosf(x)); break;
-    case MP_UN_ERF: MAP_LOOP(erff(x)); break;
-    case MP_UN_LOG1P: MAP_LOOP(log1pf(x)); break;
-    case MP_UN_EXPM1: MAP_LOOP(expm1f(x)); break;
-    case MP_UN_SIGN: MAP_LOOP((float)((x > 0.0f) - (x < 0.0f))); break;  /* NaN, -0: +0 */
-    case MP_UN_FLOOR: MAP_LOOP(floorf(x)); break;
-    case MP_UN_CEIL: MAP_LOOP(ceilf(x)); break;
-    case MP_UN_ROUND: MAP_LOOP(nearbyintf(x)); break;      /* half to even */
-    case MP_UN_TRUNC: MAP_LOOP(truncf(x)); break;
-    case MP_UN_SQUARE: MAP_LOOP(x * x); break;
-    case MP_UN_RECIPROCAL: MAP_LOOP(1.0f / x); break;
-    case MP_UN_LOG2: MAP_LOOP(log2f(x)); break;
-    case MP_UN_LOG10: MAP_LOOP(log10f(x)); break;
+    case MP_UN_RELU: MAP_LOOP(zero_if(x < 0.0f, x)); break;   /* mp_relu, as a mask */
+    case MP_UN_NEG: MAP_LOOP(mp_unary(MP_UN_NEG, x)); break;
+    case MP_UN_ABS: MAP_LOOP(mp_unary(MP_UN_ABS, x)); break;
+    case MP_UN_SQRT: MAP_LOOP(mp_unary(MP_UN_SQRT, x)); break;
+    case MP_UN_RSQRT: MAP_LOOP(mp_unary(MP_UN_RSQRT, x)); break;
+    case MP_UN_SIN: MAP_LOOP(mp_unary(MP_UN_SIN, x)); break;
+    case MP_UN_COS: MAP_LOOP(mp_unary(MP_UN_COS, x)); break;
+    case MP_UN_ERF: MAP_LOOP(mp_unary(MP_UN_ERF, x)); break;
+    case MP_UN_LOG1P: MAP_LOOP(mp_unary(MP_UN_LOG1P, x)); break;
+    case MP_UN_EXPM1: MAP_LOOP(mp_unary(MP_UN_EXPM1, x)); break;
+    case MP_UN_SIGN: MAP_LOOP(mp_unary(MP_UN_SIGN, x)); break;
+    case MP_UN_FLOOR: MAP_LOOP(mp_unary(MP_UN_FLOOR, x)); break;
+    case MP_UN_CEIL: MAP_LOOP(mp_unary(MP_UN_CEIL, x)); break;
+    case MP_UN_ROUND: MAP_LOOP(mp_unary(MP_UN_ROUND, x)); break;
+    case MP_UN_TRUNC: MAP_LOOP(mp_unary(MP_UN_TRUNC, x)); break;
+    case MP_UN_SQUARE: MAP_LOOP(mp_unary(MP_UN_SQUARE, x)); break;
+    case MP_UN_RECIPROCAL: MAP_LOOP(mp_unary(MP_UN_RECIPROCAL, x)); break;
+    case MP_UN_LOG2: MAP_LOOP(mp_unary(MP_UN_LOG2, x)); break;
+    case MP_UN_LOG10: MAP_LOOP(mp_unary(MP_UN_LOG10, x)); break;
     default: break;
     }
 }
@@ -178,11 +179,7 @@ static void int_map(int op, mp_tensor *a, mp_tensor *out)
  * output is <= 0 (+-0, or sign set and not NaN), else the gradient. NaNs leave with the
  * quiet bit set, as the fp32 round trip of the generic path leaves them, so the bits are
  * that path's. Buffers: output, then x (forward) or the gradient and the saved output. */
-typedef struct {
-    int64_t n;
-    uint16_t inf, quiet;        /* fp16 0x7c00, 0x0200; bf16 0x7f80, 0x0040 */
-    int backward;
-} relu16_args;
+typedef mp_relu16_args relu16_args;   /* shared/mp_kernel_args.h */
 
 typedef struct {
     const relu16_args *a;
@@ -240,33 +237,11 @@ static int relu16(mp_tensor *out, mp_tensor *x, mp_tensor *v, mp_status *st)
     return 1;
 }
 
-/* derivative of op at v (v is the input, or the output when save_output); ReLU's backward is
- * not a product (bwd_map) */
+/* derivative of op at v (v is the input, or the output when save_output): the shared body
+ * (ReLU's backward is not a product: bwd_map) */
 static inline float deriv(int op, float v)
 {
-    switch (op) {
-    case MP_UN_NEG: return -1.0f;
-    case MP_UN_GELU: return mp_gelu_grad(v);
-    case MP_UN_GELU_TANH: return mp_gelu_tanh_grad(v);
-    case MP_UN_SILU: return mp_silu_grad(v);
-    case MP_UN_SIGMOID: return v * (1.0f - v);
-    case MP_UN_TANH: return 1.0f - v * v;
-    case MP_UN_EXP: return v;
-    case MP_UN_LOG: return 1.0f / v;
-    case MP_UN_SQRT: return 0.5f / v;
-    case MP_UN_RSQRT: return -0.5f * v * v * v;
-    case MP_UN_ABS: return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f;
-    case MP_UN_SIN: return cosf(v);
-    case MP_UN_COS: return -sinf(v);
-    case MP_UN_ERF: return 1.12837916709551257f * expf(-v * v);     /* 2 / sqrt(pi) */
-    case MP_UN_LOG1P: return 1.0f / (1.0f + v);
-    case MP_UN_EXPM1: return v + 1.0f;
-    case MP_UN_SQUARE: return 2.0f * v;
-    case MP_UN_RECIPROCAL: return -v * v;
-    case MP_UN_LOG2: return 1.0f / (v * 0.693147180559945309f);
-    case MP_UN_LOG10: return 1.0f / (v * 2.30258509299404568f);
-    default: return 0.0f;
-    }
+    return mp_unary_deriv(op, v);
 }
 
 #define GRAD_LOOP(expr)                                                                      \
@@ -317,7 +292,7 @@ static mp_status unary_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
         return st;
     mp_tensor *ins[2] = {g, v};
     double args[1] = {(double)n->iargs[0]};
-    return mp_map(gin[0], ins, 2, bwd_map, args);
+    return mp_map_with_op(gin[0], ins, 2, bwd_map, MP_MAP_OP_UNARY_GRAD, args);
 }
 
 /* The result dtype for a's dtype, or an error (torch's, for bool where it has no kernel). */
@@ -362,7 +337,7 @@ mp_status mp_op_unary(mp_unary_op op, mp_tensor *a, mp_tensor **out)
     if (op == MP_UN_RELU && relu16(*out, a, NULL, &st)) {
         /* done on the bits */
     } else if (mp_dtype_is_float(dt))
-        st = mp_map(*out, &a, 1, fwd_map, args);
+        st = mp_map_with_op(*out, &a, 1, fwd_map, MP_MAP_OP_UNARY, args);
     else if ((st = mp_require_host("unary (integer)", a)) == MP_OK)  /* a host kernel */
         int_map(op, a, *out);
     mp_node *node = NULL;
