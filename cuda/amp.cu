@@ -109,3 +109,69 @@ extern "C" mp_status mp_cuda_inv_scale(void *const *buf, mp_msg *msg)
     inv_scale_kernel<<<1, 1>>>(static_cast<float *>(buf[0]), static_cast<const float *>(buf[1]));
     return mp_cuda_check(cudaGetLastError(), "inv_scale kernel launch", msg);
 }
+
+namespace {
+
+/* The sum of squares of a list of tensors (MP_KERNEL_SUM_SQUARES, clip_grad_norm_'s 2-norm):
+ * a block per chunk of the multi-tensor plan sums its squares in double, a tree in shared
+ * memory, and one atomicAdd per block into the total. The order of those adds varies from
+ * run to run, so the double total may differ in its last bits (the fp32 norm almost never). */
+struct SumSqParams {
+    const void *addr[MP_MT_MAX_TENSORS];
+    int64_t numel[MP_MT_MAX_TENSORS];
+    unsigned char dt[MP_MT_MAX_TENSORS];
+    unsigned char block_tensor[MP_MT_MAX_BLOCKS];
+    int block_chunk[MP_MT_MAX_BLOCKS];
+};
+
+__global__ void sum_squares_kernel(SumSqParams p, double *total)
+{
+    __shared__ double part[MP_GPU_THREADS];
+    int slot = p.block_tensor[blockIdx.x];
+    int64_t n = p.numel[slot], begin = (int64_t)p.block_chunk[blockIdx.x] * MP_MT_CHUNK;
+    int64_t end = n - begin < MP_MT_CHUNK ? n : begin + MP_MT_CHUNK;
+    double s = 0.0;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+        double v = mp_dev_load(p.addr[slot], p.dt[slot], i);
+        s += v * v;
+    }
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w)
+            part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        atomicAdd(total, part[0]);
+}
+
+}  // namespace
+
+extern "C" mp_status mp_cuda_sum_squares(void *const *buf, const mp_sum_squares_args *a,
+                                         mp_msg *msg)
+{
+    mp_status st = mp_cuda_require_device(msg);
+    if (st != MP_OK)
+        return st;
+    mp_mt_cursor cur = {0, 0};
+    mp_mt_launch l;
+    while (mp_mt_next(a->numel, a->n, 1, &cur, &l)) {
+        SumSqParams p;
+        for (int i = 0; i < l.ntensors; i++) {
+            int t = l.tensor[i];
+            p.addr[i] = buf[t];
+            p.numel[i] = a->numel[t];
+            p.dt[i] = (unsigned char)a->dt[t];
+        }
+        for (int b = 0; b < l.nblocks; b++) {
+            p.block_tensor[b] = l.block_tensor[b];
+            p.block_chunk[b] = l.block_chunk[b];
+        }
+        sum_squares_kernel<<<l.nblocks, MP_GPU_THREADS>>>(p, static_cast<double *>(buf[a->n]));
+        if ((st = mp_cuda_check(cudaGetLastError(), "sum-of-squares kernel launch", msg)) !=
+            MP_OK)
+            return st;
+    }
+    return MP_OK;
+}

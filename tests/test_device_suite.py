@@ -50,7 +50,7 @@ def test_the_suites_pass_with_tensors_on_the_simulated_gpu():
 
 
 BY_OP = ["test_ops_pointwise", "test_ops_math", "test_autograd", "test_nn_layers",
-         "test_amp_training"]
+         "test_amp_training", "test_pow_scalar", "test_nn_utils"]
 
 
 def test_maps_by_op_id_as_a_gpu_runs_them():

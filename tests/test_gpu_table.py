@@ -28,6 +28,7 @@ for dt in (mpamp.float16, mpamp.bfloat16):
         sc.scale(loss).backward()
         sc.unscale_(opt)
         mpamp.nn.utils.clip_grad_value_(m.parameters(), 10.0)
+        mpamp.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         sc.step(opt)
         sc.update()
         print(dt, i, f"{loss.item():.8f}")

@@ -149,3 +149,9 @@ mp_status mp_cuda_sum(const mp_iter *it, const mp_sum_iter_args *a, mp_msg *msg)
     (void)it, (void)a;
     return unavailable(msg);
 }
+
+mp_status mp_cuda_sum_squares(void *const *buf, const mp_sum_squares_args *a, mp_msg *msg)
+{
+    (void)buf, (void)a;
+    return unavailable(msg);
+}

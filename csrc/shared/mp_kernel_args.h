@@ -74,6 +74,16 @@ typedef struct {
     double lr, beta1, beta2;     /* computed from them (in double) */
 } mp_optim_launch;
 
+/* MP_KERNEL_SUM_SQUARES: buffers 0..n-1 the tensors (contiguous, float dtypes dt), n the total
+ * (one double, zeroed by the caller): the sum of every element's square, in double. first[i]
+ * is tensor i's first CPU segment (segs in all): the CPU kernel's split, not a GPU's. */
+typedef struct {
+    int n;
+    const mp_dtype *dt;
+    const int64_t *numel, *first;
+    int64_t segs;
+} mp_sum_squares_args;
+
 /* MP_KERNEL_COLUMN_SUM: buffer 0 the accumulator (cols doubles, added to), buffer 1 a
  * (rows, cols) matrix of fp32, fp16 or bf16 with row stride ld; each column's rows in order. */
 typedef struct {

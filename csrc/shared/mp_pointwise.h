@@ -29,8 +29,9 @@ typedef enum {
     MP_MAP_OP_DIV,
     MP_MAP_OP_UNARY,         /* mp_unary(args[0], in0) */
     MP_MAP_OP_UNARY_GRAD,    /* mp_unary_grad(args[0], in0 = grad, in1 = input or output) */
-    MP_MAP_OP_CLAMP          /* mp_clamp(in0, has_lo = args[0], lo = args[1], has_hi = args[2],
+    MP_MAP_OP_CLAMP,         /* mp_clamp(in0, has_lo = args[0], lo = args[1], has_hi = args[2],
                                 hi = args[3]) */
+    MP_MAP_OP_POW_SCALAR     /* mp_pow_scalar(in0, e = args[0]) */
 } mp_map_op;
 #define MP_MAP_OP_ARGS 4     /* the most op constants a map with an op id reads */
 
@@ -116,6 +117,25 @@ MP_HD float mp_clamp(float v, int has_lo, float lo, int has_hi, float hi)
     return v;
 }
 
+/* x ** e for a Python-number exponent: the common exponents as products and square roots
+ * (torch's CPU kernel does the same), else powf. */
+MP_HD float mp_pow_scalar(float x, float e)
+{
+    if (e == 2.0f)
+        return x * x;
+    if (e == 3.0f)
+        return x * x * x;
+    if (e == 0.5f)
+        return sqrtf(x);
+    if (e == -0.5f)
+        return 1.0f / sqrtf(x);
+    if (e == -1.0f)
+        return 1.0f / x;
+    if (e == -2.0f)
+        return 1.0f / (x * x);
+    return powf(x, e);
+}
+
 /* One element of a map with an op id: x its inputs, a its op constants (as float). */
 MP_HD float mp_map_apply(int op, const float *x, const float *a)
 {
@@ -123,6 +143,7 @@ MP_HD float mp_map_apply(int op, const float *x, const float *a)
     case MP_MAP_OP_UNARY: return mp_unary((int)a[0], x[0]);
     case MP_MAP_OP_UNARY_GRAD: return mp_unary_grad((int)a[0], x[0], x[1]);
     case MP_MAP_OP_CLAMP: return mp_clamp(x[0], a[0] != 0.0f, a[1], a[2] != 0.0f, a[3]);
+    case MP_MAP_OP_POW_SCALAR: return mp_pow_scalar(x[0], a[0]);
     case MP_MAP_OP_ADD: return a[0] == 1.0f ? x[0] + x[1] : x[0] + a[0] * x[1];
     case MP_MAP_OP_MUL: return x[0] * x[1];
     default: return x[0] / x[1];

@@ -12,18 +12,14 @@
 #include "../../cpu/parallel.h"
 #include "../../shared/mp_half.h"
 #include "../backend.h"
+#include "../../shared/mp_kernel_args.h"
 #include "../reduce.h"
 #include "ops.h"
 
 #define SUMSQ_SEG 16384         /* elements per segment (the last of a tensor may be short) */
 #define SUMSQ_CHUNK 1024        /* fp16/bf16 values converted at a time */
 
-typedef struct {
-    int n;
-    const mp_dtype *dt;
-    const int64_t *numel, *first;   /* first[i]: tensor i's first segment */
-    int64_t segs;
-} sumsq_args;
+typedef mp_sum_squares_args sumsq_args;   /* shared/mp_kernel_args.h */
 
 typedef struct {
     const sumsq_args *a;

@@ -30,18 +30,20 @@ static void f_pow_scalar(const float *const *in, float *out, int64_t n, const do
     const float *x = in[0];
     double e = args[0];
     float ef = (float)e;
+    /* one loop per common exponent, with the shared body (shared/mp_pointwise.h), so each
+       folds to its product or square root and vectorises */
     if (e == 2.0)
-        for (int64_t i = 0; i < n; i++) out[i] = x[i] * x[i];
+        for (int64_t i = 0; i < n; i++) out[i] = mp_pow_scalar(x[i], 2.0f);
     else if (e == 3.0)
-        for (int64_t i = 0; i < n; i++) out[i] = x[i] * x[i] * x[i];
+        for (int64_t i = 0; i < n; i++) out[i] = mp_pow_scalar(x[i], 3.0f);
     else if (e == 0.5)
-        for (int64_t i = 0; i < n; i++) out[i] = sqrtf(x[i]);
+        for (int64_t i = 0; i < n; i++) out[i] = mp_pow_scalar(x[i], 0.5f);
     else if (e == -0.5)
-        for (int64_t i = 0; i < n; i++) out[i] = 1.0f / sqrtf(x[i]);
+        for (int64_t i = 0; i < n; i++) out[i] = mp_pow_scalar(x[i], -0.5f);
     else if (e == -1.0)
-        for (int64_t i = 0; i < n; i++) out[i] = 1.0f / x[i];
+        for (int64_t i = 0; i < n; i++) out[i] = mp_pow_scalar(x[i], -1.0f);
     else if (e == -2.0)
-        for (int64_t i = 0; i < n; i++) out[i] = 1.0f / (x[i] * x[i]);
+        for (int64_t i = 0; i < n; i++) out[i] = mp_pow_scalar(x[i], -2.0f);
     else
         for (int64_t i = 0; i < n; i++) out[i] = powf(x[i], ef);
 }
@@ -228,7 +230,7 @@ mp_status mp_op_pow(mp_tensor *a, mp_tensor *b, mp_tensor **out)
     double e = 0.0;
     if (st == MP_OK && mp_dtype_is_float(dt) && b->wrapped_number) {
         e = scalar_value(b);
-        st = mp_map(*out, ex, 1, f_pow_scalar, &e);
+        st = mp_map_with_op(*out, ex, 1, f_pow_scalar, MP_MAP_OP_POW_SCALAR, &e);
     } else if (st == MP_OK && mp_dtype_is_float(dt))
         st = mp_map(*out, ex, 2, f_pow, NULL);
     else if (st == MP_OK)
