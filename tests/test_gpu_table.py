@@ -78,3 +78,23 @@ def test_a_kernel_the_table_lacks_is_refused_by_name(tmp_path):
     assert listed.returncode == 0, listed.stderr
     assert "mpamp: no CUDA kernel for 'rows'" in listed.stderr     # logged, and run anyway
     assert "tensor([1., 1., 1., 1.])" in listed.stdout
+
+
+EMBED = """
+import mpamp
+mpamp.manual_seed(0)
+emb = mpamp.nn.Embedding(50, 24, padding_idx=3).cuda()
+idx = mpamp.tensor([[1, 3, 7, 7], [49, 0, 3, 1]]).cuda()
+out = emb(idx)
+(out.sum() * 2.0).backward()
+print(out.detach().cpu().numpy().tobytes().hex())
+print(emb.weight.grad.cpu().numpy().tobytes().hex())
+print(mpamp.nn.utils.clip_grad_norm_(emb.parameters(), 0.5).item())
+"""
+
+
+def test_embedding_and_grad_norm_need_only_the_gpu_tables_kernels(tmp_path):
+    strict = run(EMBED, "1", tmp_path)
+    plain = run(EMBED, None, tmp_path)
+    assert strict.returncode == 0, strict.stderr[-3000:]
+    assert strict.stdout == plain.stdout and strict.stdout.count("\n") == 3

@@ -103,6 +103,7 @@ int mp_gpu_has_kernel(mp_kernel_id id)
     case MP_KERNEL_INV_SCALE: case MP_KERNEL_OPTIM: case MP_KERNEL_RELU_16:
     case MP_KERNEL_COLUMN_SUM: case MP_KERNEL_SUM_STORE: case MP_KERNEL_LOSS:
     case MP_KERNEL_LOSS_GRAD: case MP_KERNEL_LOSS_REDUCE: case MP_KERNEL_SUM_SQUARES:
+    case MP_KERNEL_EMBEDDING: case MP_KERNEL_EMBEDDING_BACKWARD:
         return 1;
     default:
         return 0;
@@ -124,6 +125,9 @@ static mp_status gpu_launch(const mp_buf_kernel *k, mp_msg *msg)
     case MP_KERNEL_OPTIM: return mp_cuda_optim(k->ptr, k->args, msg);
     case MP_KERNEL_RELU_16: return mp_cuda_relu16(k->ptr, k->args, msg);
     case MP_KERNEL_SUM_SQUARES: return mp_cuda_sum_squares(k->ptr, k->args, msg);
+    case MP_KERNEL_EMBEDDING: return mp_cuda_embedding(k->ptr, k->args, msg);
+    case MP_KERNEL_EMBEDDING_BACKWARD:
+        return mp_cuda_embedding_backward(k->ptr, k->args, msg);
     case MP_KERNEL_COLUMN_SUM: return mp_cuda_column_sum(k->ptr, k->args, msg);
     case MP_KERNEL_SUM_STORE: return mp_cuda_sum_store(k->ptr, k->args, msg);
     case MP_KERNEL_LOSS: return mp_cuda_loss(k->ptr, k->args, msg);

@@ -155,3 +155,15 @@ mp_status mp_cuda_sum_squares(void *const *buf, const mp_sum_squares_args *a, mp
     (void)buf, (void)a;
     return unavailable(msg);
 }
+
+mp_status mp_cuda_embedding(void *const *buf, const mp_embedding_args *a, mp_msg *msg)
+{
+    (void)buf, (void)a;
+    return unavailable(msg);
+}
+
+mp_status mp_cuda_embedding_backward(void *const *buf, const mp_embedding_args *a, mp_msg *msg)
+{
+    (void)buf, (void)a;
+    return unavailable(msg);
+}

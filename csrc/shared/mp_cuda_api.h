@@ -48,8 +48,11 @@ mp_status mp_cuda_unscale(void *const *buf, const mp_unscale_args *a, mp_msg *ms
 mp_status mp_cuda_scale_update(void *const *buf, const mp_scale_update_args *a, mp_msg *msg);
 mp_status mp_cuda_inv_scale(void *const *buf, mp_msg *msg);
 mp_status mp_cuda_optim(void *const *buf, const mp_optim_launch *a, mp_msg *msg);
-/* MP_KERNEL_SUM_SQUARES, _RELU_16, _COLUMN_SUM, _SUM_STORE, _LOSS, _LOSS_GRAD, _LOSS_REDUCE likewise. */
+/* MP_KERNEL_SUM_SQUARES, _EMBEDDING(_BACKWARD), _RELU_16, _COLUMN_SUM, _SUM_STORE, _LOSS, _LOSS_GRAD, _LOSS_REDUCE likewise. */
 mp_status mp_cuda_sum_squares(void *const *buf, const mp_sum_squares_args *a, mp_msg *msg);
+mp_status mp_cuda_embedding(void *const *buf, const mp_embedding_args *a, mp_msg *msg);
+mp_status mp_cuda_embedding_backward(void *const *buf, const mp_embedding_args *a,
+                                     mp_msg *msg);
 mp_status mp_cuda_relu16(void *const *buf, const mp_relu16_args *a, mp_msg *msg);
 mp_status mp_cuda_column_sum(void *const *buf, const mp_colsum_args *a, mp_msg *msg);
 /* MP_KERNEL_SUM, the iterator kernel of the core's sums (a its ctx's public block). */

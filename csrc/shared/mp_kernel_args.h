@@ -84,6 +84,16 @@ typedef struct {
     int64_t segs;
 } mp_sum_squares_args;
 
+/* MP_KERNEL_EMBEDDING: buffers the indices (count int64), the contiguous weight (rows x d,
+ * row_bytes a row), the output (count x d). MP_KERNEL_EMBEDDING_BACKWARD: the indices, the
+ * fp32 gradient (count x d), the zeroed fp32 weight gradient (rows x d): rows added in index
+ * order (deterministic), the padding row (pad; -1 none) skipped. An index outside [0, rows)
+ * fails the call (the CPU) or stops the device as torch's device-side assert (a GPU). */
+typedef struct {
+    int64_t count, rows, d, pad;
+    size_t row_bytes;
+} mp_embedding_args;
+
 /* MP_KERNEL_COLUMN_SUM: buffer 0 the accumulator (cols doubles, added to), buffer 1 a
  * (rows, cols) matrix of fp32, fp16 or bf16 with row stride ld; each column's rows in order. */
 typedef struct {

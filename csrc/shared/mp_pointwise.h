@@ -31,7 +31,8 @@ typedef enum {
     MP_MAP_OP_UNARY_GRAD,    /* mp_unary_grad(args[0], in0 = grad, in1 = input or output) */
     MP_MAP_OP_CLAMP,         /* mp_clamp(in0, has_lo = args[0], lo = args[1], has_hi = args[2],
                                 hi = args[3]) */
-    MP_MAP_OP_POW_SCALAR     /* mp_pow_scalar(in0, e = args[0]) */
+    MP_MAP_OP_POW_SCALAR,    /* mp_pow_scalar(in0, e = args[0]) */
+    MP_MAP_OP_DIV_SCALAR     /* in0 / (float)args[0]: mean and the sum/mean backward */
 } mp_map_op;
 #define MP_MAP_OP_ARGS 4     /* the most op constants a map with an op id reads */
 
@@ -144,6 +145,7 @@ MP_HD float mp_map_apply(int op, const float *x, const float *a)
     case MP_MAP_OP_UNARY_GRAD: return mp_unary_grad((int)a[0], x[0], x[1]);
     case MP_MAP_OP_CLAMP: return mp_clamp(x[0], a[0] != 0.0f, a[1], a[2] != 0.0f, a[3]);
     case MP_MAP_OP_POW_SCALAR: return mp_pow_scalar(x[0], a[0]);
+    case MP_MAP_OP_DIV_SCALAR: return x[0] / a[0];
     case MP_MAP_OP_ADD: return a[0] == 1.0f ? x[0] + x[1] : x[0] + a[0] * x[1];
     case MP_MAP_OP_MUL: return x[0] * x[1];
     default: return x[0] / x[1];

@@ -51,7 +51,8 @@ static mp_status sum_backward(mp_node *n, mp_tensor **gout, mp_tensor **gin)
     if (st == MP_OK)
         st = mp_tensor_empty(ishape, nd, dt, g->storage->device, &gin[0]);
     if (st == MP_OK)
-        st = mp_map(gin[0], &ge, 1, f_div_scalar, &n->fargs[0]);
+        st = mp_map_with_op(gin[0], &ge, 1, f_div_scalar, MP_MAP_OP_DIV_SCALAR,
+                            &n->fargs[0]);
     mp_tensor_decref(gk);
     mp_tensor_decref(ge);
     return st;
@@ -96,7 +97,7 @@ static mp_status divide_sum(mp_tensor *s, double count, mp_dtype odt, mp_tensor 
         if (st != MP_OK)
             return st;
     }
-    return mp_map(*out, &s, 1, f_div_scalar, args);
+    return mp_map_with_op(*out, &s, 1, f_div_scalar, MP_MAP_OP_DIV_SCALAR, args);
 }
 
 static mp_status sum_mean(int mean, mp_tensor *a, uint32_t mask, int keepdim, int dtype,

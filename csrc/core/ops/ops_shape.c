@@ -11,6 +11,7 @@
 #include "../amp/autocast.h"
 #include "../../cpu/dispatch.h"
 #include "../backend.h"
+#include "../../shared/mp_kernel_args.h"
 #include "../copy.h"
 #include "../elementwise.h"
 #include "matmul_core.h"
@@ -214,10 +215,7 @@ static mp_status check_indices(const int64_t *idx, int64_t n, int64_t rows, mp_m
     return MP_OK;
 }
 
-typedef struct {
-    int64_t count, rows, d, pad;
-    size_t row_bytes;
-} embed_args;
+typedef mp_embedding_args embed_args;   /* shared/mp_kernel_args.h */
 
 /* The MP_KERNEL_EMBEDDING kernel: buffers the indices (count int64), the contiguous weight
  * (rows x d), the output (count x d). */
