@@ -59,8 +59,15 @@ def _nvcc():
     return next((c for c in cands if c and os.access(c, os.X_OK)), None)
 
 
-def _run(cmd, **kw):
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, **kw)
+# The compilers and the driver are not sanitized builds: CI's ASan run (.ci/sanitize.sh)
+# preloads the sanitizer runtimes, whose leak check would report the compilers' own leaks.
+_SANITIZER_VARS = ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")
+
+
+def _run(cmd, env=None, **kw):
+    env = {k: v for k, v in (os.environ if env is None else env).items()
+           if k not in _SANITIZER_VARS}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, **kw)
     return proc.returncode, proc.stdout + proc.stderr
 
 
