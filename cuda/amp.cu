@@ -8,21 +8,47 @@
 
 namespace {
 
-/* One launch's tensors and block table, passed by value (under 4 KiB). */
-struct UnscaleParams {
+/* One launch of a one-list multi-tensor kernel (unscale, sum of squares): its tensors and
+ * block table, passed by value (under 4 KiB). */
+struct ChunkParams {
     void *addr[MP_MT_MAX_TENSORS];
     int64_t numel[MP_MT_MAX_TENSORS];
     unsigned char dt[MP_MT_MAX_TENSORS];
     unsigned char block_tensor[MP_MT_MAX_BLOCKS];
     int block_chunk[MP_MT_MAX_BLOCKS];
 };
-static_assert(sizeof(UnscaleParams) + 2 * sizeof(void *) <= 4096, "kernel parameters");
+static_assert(sizeof(ChunkParams) + 2 * sizeof(void *) <= 4096, "kernel parameters");
 
-__global__ void unscale_kernel(UnscaleParams p, float *found_inf, const float *inv_scale)
+/* The parameters of launch l over the tensors buf[0..n) of the plan. */
+void fill_chunks(ChunkParams &p, const mp_mt_launch &l, void *const *buf, const int64_t *numel,
+                 const mp_dtype *dt)
+{
+    for (int i = 0; i < l.ntensors; i++) {
+        int t = l.tensor[i];
+        p.addr[i] = buf[t];
+        p.numel[i] = numel[t];
+        p.dt[i] = (unsigned char)dt[t];
+    }
+    for (int b = 0; b < l.nblocks; b++) {
+        p.block_tensor[b] = l.block_tensor[b];
+        p.block_chunk[b] = l.block_chunk[b];
+    }
+}
+
+/* This block's tensor slot and element range [*begin, *end). */
+__device__ inline int block_chunk(const ChunkParams &p, int64_t *begin, int64_t *end)
 {
     int slot = p.block_tensor[blockIdx.x];
-    int64_t n = p.numel[slot], begin = (int64_t)p.block_chunk[blockIdx.x] * MP_MT_CHUNK;
-    int64_t end = n - begin < MP_MT_CHUNK ? n : begin + MP_MT_CHUNK;
+    int64_t n = p.numel[slot];
+    *begin = (int64_t)p.block_chunk[blockIdx.x] * MP_MT_CHUNK;
+    *end = n - *begin < MP_MT_CHUNK ? n : *begin + MP_MT_CHUNK;
+    return slot;
+}
+
+__global__ void unscale_kernel(ChunkParams p, float *found_inf, const float *inv_scale)
+{
+    int64_t begin, end;
+    int slot = block_chunk(p, &begin, &end);
     float inv = inv_scale ? *inv_scale : 1.0f;
     int found = 0, dt = p.dt[slot];
     void *g = p.addr[slot];
@@ -71,17 +97,8 @@ extern "C" mp_status mp_cuda_unscale(void *const *buf, const mp_unscale_args *a,
     mp_mt_cursor cur = {0, 0};
     mp_mt_launch l;
     while (mp_mt_next(a->numel, a->n, 1, &cur, &l)) {
-        UnscaleParams p;
-        for (int i = 0; i < l.ntensors; i++) {
-            int t = l.tensor[i];
-            p.addr[i] = buf[t];
-            p.numel[i] = a->numel[t];
-            p.dt[i] = (unsigned char)a->dt[t];
-        }
-        for (int b = 0; b < l.nblocks; b++) {
-            p.block_tensor[b] = l.block_tensor[b];
-            p.block_chunk[b] = l.block_chunk[b];
-        }
+        ChunkParams p;
+        fill_chunks(p, l, buf, a->numel, a->dt);
         unscale_kernel<<<l.nblocks, MP_GPU_THREADS>>>(p, found, inv);
         if ((st = mp_cuda_check(cudaGetLastError(), "unscale kernel launch", msg)) != MP_OK)
             return st;
@@ -116,34 +133,19 @@ namespace {
  * a block per chunk of the multi-tensor plan sums its squares in double, a tree in shared
  * memory, and one atomicAdd per block into the total. The order of those adds varies from
  * run to run, so the double total may differ in its last bits (the fp32 norm almost never). */
-struct SumSqParams {
-    const void *addr[MP_MT_MAX_TENSORS];
-    int64_t numel[MP_MT_MAX_TENSORS];
-    unsigned char dt[MP_MT_MAX_TENSORS];
-    unsigned char block_tensor[MP_MT_MAX_BLOCKS];
-    int block_chunk[MP_MT_MAX_BLOCKS];
-};
-
-__global__ void sum_squares_kernel(SumSqParams p, double *total)
+__global__ void sum_squares_kernel(ChunkParams p, double *total)
 {
     __shared__ double part[MP_GPU_THREADS];
-    int slot = p.block_tensor[blockIdx.x];
-    int64_t n = p.numel[slot], begin = (int64_t)p.block_chunk[blockIdx.x] * MP_MT_CHUNK;
-    int64_t end = n - begin < MP_MT_CHUNK ? n : begin + MP_MT_CHUNK;
+    int64_t begin, end;
+    int slot = block_chunk(p, &begin, &end);
     double s = 0.0;
     for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
         double v = mp_dev_load(p.addr[slot], p.dt[slot], i);
         s += v * v;
     }
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w)
-            part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-    }
+    s = mp_dev_block_sum(part, s);
     if (threadIdx.x == 0)
-        atomicAdd(total, part[0]);
+        atomicAdd(total, s);
 }
 
 }  // namespace
@@ -157,17 +159,8 @@ extern "C" mp_status mp_cuda_sum_squares(void *const *buf, const mp_sum_squares_
     mp_mt_cursor cur = {0, 0};
     mp_mt_launch l;
     while (mp_mt_next(a->numel, a->n, 1, &cur, &l)) {
-        SumSqParams p;
-        for (int i = 0; i < l.ntensors; i++) {
-            int t = l.tensor[i];
-            p.addr[i] = buf[t];
-            p.numel[i] = a->numel[t];
-            p.dt[i] = (unsigned char)a->dt[t];
-        }
-        for (int b = 0; b < l.nblocks; b++) {
-            p.block_tensor[b] = l.block_tensor[b];
-            p.block_chunk[b] = l.block_chunk[b];
-        }
+        ChunkParams p;
+        fill_chunks(p, l, buf, a->numel, a->dt);
         sum_squares_kernel<<<l.nblocks, MP_GPU_THREADS>>>(p, static_cast<double *>(buf[a->n]));
         if ((st = mp_cuda_check(cudaGetLastError(), "sum-of-squares kernel launch", msg)) !=
             MP_OK)

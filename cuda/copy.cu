@@ -9,18 +9,6 @@
 
 namespace {
 
-__device__ inline void offsets(const mp_iter &it, int64_t idx, int64_t *off)
-{
-    for (int k = 0; k < it.nops; k++)
-        off[k] = 0;
-    for (int d = it.ndim - 1; d >= 0; d--) {
-        int64_t i = idx % it.shape[d];
-        idx /= it.shape[d];
-        for (int k = 0; k < it.nops; k++)
-            off[k] += i * it.strides[k][d];
-    }
-}
-
 __device__ inline int is_float(int dt)
 {
     return dt == MP_DTYPE_FLOAT32 || dt == MP_DTYPE_FLOAT16 || dt == MP_DTYPE_BFLOAT16;
@@ -61,7 +49,7 @@ __global__ void copy_kernel(mp_iter it, int ddt, int sdt)
 {
     int64_t stride = (int64_t)gridDim.x * blockDim.x, off[MP_ITER_MAX_OPS];
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += stride) {
-        offsets(it, i, off);
+        mp_dev_iter_offsets(it, i, off);
         convert(it.base[0] + off[0] * (int64_t)it.itemsize[0], ddt,
                 it.base[1] + off[1] * (int64_t)it.itemsize[1], sdt, it.itemsize[0]);
     }
@@ -75,7 +63,7 @@ __global__ void fill_kernel(mp_iter it, Pattern pat, int size)
 {
     int64_t stride = (int64_t)gridDim.x * blockDim.x, off[MP_ITER_MAX_OPS];
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += stride) {
-        offsets(it, i, off);
+        mp_dev_iter_offsets(it, i, off);
         char *d = it.base[0] + off[0] * size;
         for (int b = 0; b < size; b++)
             d[b] = (char)pat.bytes[b];

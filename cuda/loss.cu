@@ -40,16 +40,9 @@ __global__ void loss_reduce_kernel(const float *l, void *out, const double *deno
     double s = 0.0;
     for (int64_t i = threadIdx.x; i < a.n; i += blockDim.x)
         s += l[i];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w)
-            part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-    }
+    s = mp_dev_block_sum(part, s);
     if (threadIdx.x != 0)
         return;
-    s = part[0];
     if (a.mean)
         s /= denom ? *denom : a.denom;     /* 0/0: NaN for an empty mean, as torch */
     if (mp_dtype_is_float(a.dt))

@@ -27,13 +27,8 @@ __global__ void map_kernel(mp_iter it, MapDesc d)
 {
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < it.numel; i += stride) {
-        int64_t idx = i, off[MP_ITER_MAX_OPS] = {0, 0, 0, 0};
-        for (int dim = it.ndim - 1; dim >= 0; dim--) {
-            int64_t j = idx % it.shape[dim];
-            idx /= it.shape[dim];
-            for (int k = 0; k < it.nops; k++)
-                off[k] += j * it.strides[k][dim];
-        }
+        int64_t off[MP_ITER_MAX_OPS];
+        mp_dev_iter_offsets(it, i, off);
         float x[MP_MAP_MAX_IN] = {0.0f, 0.0f, 0.0f};
         for (int k = 0; k < d.n_in; k++)
             x[k] = load_any(it.base[k + 1] + off[k + 1] * (int64_t)it.itemsize[k + 1],
